@@ -1,0 +1,76 @@
+# ledgerweb — every target sets up what it needs first.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+VENV := .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+MANAGE := $(PY) manage.py
+DEMO_LEDGER := var/demo-ledger.sqlite3
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+# A Python >= 3.12: $(PYTHON) if given, else python3.13/python3.12 on PATH, else the newest
+# pyenv version (on these machines python3 is 3.11).
+PYTHON ?= $(shell for p in python3.14 python3.13 python3.12 python3 \
+	$$(ls -d $$(pyenv root 2>/dev/null)/versions/3.1[2-9]*/bin/python 2>/dev/null | sort -rV); do \
+	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null \
+	&& { command -v $$p; break; }; done)
+
+export LEDGER_DB ?= $(CURDIR)/$(DEMO_LEDGER)
+export DJANGO_DB ?= $(CURDIR)/var/django.sqlite3
+
+.PHONY: help setup demo serve test lint browser migrate
+
+help:
+	@echo "make demo   set up, build the demo ledger, serve it on http://$(HOST):$(PORT)"
+	@echo "make serve  set up and serve LEDGER_DB (default: the demo ledger)"
+	@echo "make test   set up and run every test"
+	@echo "make lint   ruff"
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@test -n "$(PYTHON)" || { echo "No Python >= 3.12 found: install one or pass PYTHON=/path/to/python3.12"; exit 1; }
+	@echo "Using $(PYTHON) ($$($(PYTHON) --version))"
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+# Debian's Chromium for the browser tests (Playwright drives it; no browser download).
+browser:
+	@test -x /usr/bin/chromium || { \
+	  echo "Installing Debian's chromium for the browser tests"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+	  || { echo "Could not install chromium: run 'apt-get install chromium' as root"; exit 1; }; }
+
+var/secret-key:
+	@mkdir -p var
+	@$(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(50))' > $@
+	@chmod 600 $@
+
+migrate: setup var/secret-key
+	@mkdir -p var
+	SECRET_KEY=$$(cat var/secret-key) $(MANAGE) migrate --noinput
+	SECRET_KEY=$$(cat var/secret-key) $(MANAGE) collectstatic --noinput -v0
+
+$(DEMO_LEDGER): | setup
+	@mkdir -p var
+	SECRET_KEY=x DEBUG=1 $(MANAGE) ledger_demo $@
+
+demo: setup $(DEMO_LEDGER) migrate
+	SECRET_KEY=$$(cat var/secret-key) $(MANAGE) demo_admin
+	$(MAKE) --no-print-directory serve
+
+serve: migrate
+	@echo "Serving $(LEDGER_DB) on http://$(HOST):$(PORT)/"
+	SECRET_KEY=$$(cat var/secret-key) $(BIN)/gunicorn ledgerweb.wsgi \
+	  --bind $(HOST):$(PORT) --workers 2 --access-logfile - --timeout 30
+
+test: setup browser
+	$(BIN)/pytest
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .

@@ -1,0 +1,75 @@
+"""The two database aliases and the router between them.
+
+`default` holds Django's own tables (users, groups, admin log). The ledger belongs to the agent
+runtime, which writes it while we read it, so it gets two connections to the same file:
+
+- `ledger` — every read. Opened read-only (SQLite URI `mode=ro` plus `PRAGMA query_only`), so
+  nothing reached through it can write, whatever a view does; every query on it has a time limit
+  (see ledgerweb/sqlite.py).
+- `ledger_write` — the few explicit operator actions (archive, restore, fork, retention, import).
+  Nothing is routed here: code that writes names it with `.using(LEDGER_WRITE)`, so a write is
+  always a visible decision.
+"""
+
+from pathlib import Path
+
+LEDGER = "ledger"
+LEDGER_WRITE = "ledger_write"
+LEDGER_ALIASES = (LEDGER, LEDGER_WRITE)
+LEDGER_APPS = {"conversations", "pipeline"}
+
+# Seconds a connection waits for a lock held by the live writer before giving up.
+BUSY_TIMEOUT_S = 5
+
+
+def ledger_databases(path: Path) -> dict[str, dict]:
+    """DATABASES entries for a ledger file: a read-only alias and a writable one."""
+    return {
+        LEDGER: {
+            "ENGINE": "django.db.backends.sqlite3",
+            # Django's SQLite backend opens with uri=True, so mode=ro is honoured.
+            "NAME": f"file:{path}?mode=ro",
+            "OPTIONS": {"timeout": BUSY_TIMEOUT_S, "init_command": "PRAGMA query_only = 1"},
+            "TEST": {"MIGRATE": False},
+        },
+        LEDGER_WRITE: {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(path),
+            # The ledger's foreign keys name tables that live elsewhere (events) and sessions and
+            # turns refer to each other; the runtime does not enforce them, and neither do we.
+            "OPTIONS": {"timeout": BUSY_TIMEOUT_S, "init_command": "PRAGMA foreign_keys = OFF"},
+            "TEST": {"MIGRATE": False},
+        },
+    }
+
+
+def ledger_path_of(alias: str = LEDGER) -> Path:
+    """The ledger file behind an alias, whether its NAME is a URI or a plain path."""
+    from django.db import connections
+
+    name = str(connections[alias].settings_dict["NAME"])
+    if name.startswith("file:"):
+        name = name.removeprefix("file:").split("?", 1)[0]
+    return Path(name)
+
+
+class LedgerRouter:
+    """Sends the ledger apps to the read-only ledger and keeps migrate away from the ledger."""
+
+    def db_for_read(self, model, **hints):
+        return LEDGER if model._meta.app_label in LEDGER_APPS else None
+
+    def db_for_write(self, model, **hints):
+        # Writes are routed to the read-only alias on purpose: an accidental .save() fails.
+        return LEDGER if model._meta.app_label in LEDGER_APPS else None
+
+    def allow_relation(self, obj1, obj2, **hints):
+        in_ledger = {obj._meta.app_label in LEDGER_APPS for obj in (obj1, obj2)}
+        return len(in_ledger) == 1 or None
+
+    def allow_migrate(self, db, app_label, model_name=None, **hints):
+        if db in LEDGER_ALIASES:
+            return False  # never create, alter or record anything in someone's ledger
+        if app_label in LEDGER_APPS:
+            return False  # unmanaged: their tables are the ledger's, not ours
+        return None

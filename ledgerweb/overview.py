@@ -1,0 +1,109 @@
+"""What the overview page says about the open ledger, in bounded work on a ledger of any size."""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import connections
+
+from ledgerweb import schema, sqlite
+from ledgerweb.db import LEDGER, ledger_path_of
+from ledgerweb.timestamps import now_ms
+
+COUNT_CAP = 10_000
+LATEST = 8
+DAY_MS = 86_400_000
+
+
+@dataclass
+class TableCount:
+    table: str
+    count: sqlite.CappedCount | None  # None: the ledger has no such table
+
+
+@dataclass
+class LedgerOverview:
+    path: Path
+    size_bytes: int
+    wal_bytes: int
+    journal_mode: str
+    counts: list[TableCount]
+    other_tables: list[str]
+    missing_tables: list[str]
+    mismatches: dict[str, list[str]]
+    last_day: dict[str, int] = field(default_factory=dict)
+    latest_sessions: list[dict] = field(default_factory=list)
+    latest_requests: list[dict] = field(default_factory=list)
+
+    @property
+    def has_sessions(self) -> bool:
+        return "sessions" not in self.missing_tables
+
+    @property
+    def has_requests(self) -> bool:
+        return "nexus_requests" not in self.missing_tables
+
+
+def ledger_overview() -> LedgerOverview:
+    path = ledger_path_of(LEDGER)
+    conn = connections[LEDGER]
+    conn.ensure_connection()
+    inspection = schema.inspect_ledger(conn.connection)
+    present = inspection.tables
+    overview = LedgerOverview(
+        path=path,
+        size_bytes=_size(path),
+        wal_bytes=_size(path.with_name(path.name + "-wal")),
+        journal_mode=sqlite.journal_mode(),
+        counts=[
+            TableCount(t, sqlite.capped_count(t, COUNT_CAP) if t in present else None)
+            for t in schema.LEDGER_TABLES
+        ],
+        other_tables=sorted(inspection.other_tables),
+        missing_tables=sorted(inspection.missing_tables),
+        mismatches=inspection.mismatches,
+    )
+    since = now_ms() - DAY_MS
+    if overview.has_sessions:
+        overview.latest_sessions = _rows(
+            "SELECT id, label, persona, routing_key, status, updated_at FROM sessions"
+            " ORDER BY updated_at DESC LIMIT %s",
+            [LATEST],
+        )
+        overview.last_day["sessions active"] = _scalar(
+            "SELECT count(*) FROM sessions WHERE updated_at > %s", [since]
+        )
+    if overview.has_requests:
+        overview.latest_requests = _rows(
+            "SELECT id, event_source, event_type, stage, status, error_stage, started_at"
+            " FROM nexus_requests ORDER BY started_at DESC LIMIT %s",
+            [LATEST],
+        )
+        # Bounded by the started_at index: one day of rows, not the whole table.
+        overview.last_day["requests"] = _scalar(
+            "SELECT count(*) FROM nexus_requests WHERE started_at > %s", [since]
+        )
+        overview.last_day["failed requests"] = _scalar(
+            "SELECT count(*) FROM nexus_requests WHERE started_at > %s AND status = 'failed'",
+            [since],
+        )
+    return overview
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _rows(sql: str, params: list) -> list[dict]:
+    with connections[LEDGER].cursor() as cursor:
+        cursor.execute(sql, params)
+        names = [c[0] for c in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def _scalar(sql: str, params: list):
+    with connections[LEDGER].cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()[0]

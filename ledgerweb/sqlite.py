@@ -1,0 +1,118 @@
+"""Everything SQLite-specific about reading a live ledger, in one place.
+
+When the ledger moves to PostgreSQL, this module is what changes: a statement_timeout instead of
+the progress handler, pg_class estimates instead of capped counts, no pragmas.
+"""
+
+import sqlite3
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connections
+from django.db.backends.signals import connection_created
+
+from ledgerweb.db import LEDGER
+
+# How many SQLite VM instructions run between two looks at the clock: small enough to stop
+# within a few milliseconds of the limit, large enough to cost nothing measurable.
+PROGRESS_STEPS = 1000
+
+
+class LedgerQueryTimeout(Exception):
+    """A ledger query ran past the time limit and was interrupted."""
+
+    def __init__(self, limit_ms: int, sql: str = ""):
+        self.limit_ms = limit_ms
+        self.sql = sql
+        super().__init__(
+            f"A ledger query took longer than {limit_ms / 1000:g} s and was stopped. "
+            "Narrow the filter or the time window and try again."
+        )
+
+
+class _Deadline:
+    """The clock a connection's progress handler checks; reset by each query."""
+
+    def __init__(self):
+        self.limit_ms = settings.LEDGER_QUERY_TIMEOUT_MS
+        self.ends_at = float("inf")
+
+    def start(self) -> None:
+        self.limit_ms = settings.LEDGER_QUERY_TIMEOUT_MS
+        self.ends_at = time.monotonic() + self.limit_ms / 1000
+
+    def progress_handler(self) -> int:
+        # A non-zero return makes SQLite abort the statement with "interrupted".
+        return 1 if time.monotonic() > self.ends_at else 0
+
+    def execute_wrapper(self, execute, sql, params, many, context):
+        self.start()
+        try:
+            return execute(sql, params, many, context)
+        except Exception as error:
+            if is_interrupted(error):
+                raise LedgerQueryTimeout(self.limit_ms, sql) from error
+            raise
+
+
+def is_interrupted(error: BaseException) -> bool:
+    """True for the error SQLite raises when the progress handler stopped a statement."""
+    while error is not None:
+        if isinstance(error, LedgerQueryTimeout):
+            return True
+        if isinstance(error, sqlite3.OperationalError) and "interrupted" in str(error):
+            return True
+        error = error.__cause__
+    return False
+
+
+def install_time_limit(sender, connection, **kwargs) -> None:
+    """Put the per-query time limit on every new read-only ledger connection."""
+    if connection.alias != LEDGER:
+        return
+    # The wrapper object outlives its SQLite connections (one per request): add the execute
+    # wrapper once, and hook each new raw connection to the same deadline.
+    deadline = getattr(connection, "ledger_deadline", None)
+    if deadline is None:
+        deadline = connection.ledger_deadline = _Deadline()
+        connection.execute_wrappers.append(deadline.execute_wrapper)
+    connection.connection.set_progress_handler(deadline.progress_handler, PROGRESS_STEPS)
+
+
+connection_created.connect(install_time_limit, dispatch_uid="ledgerweb.sqlite.time_limit")
+
+
+# -- Introspection and bounded counts ------------------------------------------------------------
+
+
+def table_names(alias: str = LEDGER) -> set[str]:
+    with connections[alias].cursor() as cursor:
+        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        return {row[0] for row in cursor.fetchall()}
+
+
+@dataclass(frozen=True)
+class CappedCount:
+    """A row count that stops at a cap, like Datasette's "10,000+"."""
+
+    value: int
+    capped: bool
+
+    def __str__(self) -> str:
+        return f"{self.value:,}+" if self.capped else f"{self.value:,}"
+
+
+def capped_count(table: str, cap: int, alias: str = LEDGER) -> CappedCount:
+    """Count at most `cap` rows: bounded work on a table of any size."""
+    quoted = connections[alias].ops.quote_name(table)
+    with connections[alias].cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM {quoted} LIMIT %s)", [cap + 1])
+        (count,) = cursor.fetchone()
+    return CappedCount(min(count, cap), count > cap)
+
+
+def journal_mode(alias: str = LEDGER) -> str:
+    with connections[alias].cursor() as cursor:
+        cursor.execute("PRAGMA journal_mode")
+        return str(cursor.fetchone()[0]).lower()

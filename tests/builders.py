@@ -1,0 +1,122 @@
+"""Builders for ledger rows: defaults taken from the seeds' example rows, overridable per call."""
+
+import json
+import sqlite3
+from itertools import count
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connections
+
+from ledgerweb.db import ledger_databases
+
+T0 = 1_764_000_000_000  # 2025-11-24, Unix ms: builders count from here
+
+# Tests that read the ledger need its aliases as well as Django's own database.
+LEDGER_DB = pytest.mark.django_db(databases="__all__")
+
+
+def use_ledger(path: Path) -> None:
+    """Point both ledger aliases (and the settings) at another ledger file."""
+    for alias, entry in ledger_databases(path).items():
+        connections[alias].close()
+        connections[alias].settings_dict["NAME"] = entry["NAME"]
+    settings.LEDGER_DB = path
+
+
+class LedgerBuilder:
+    """Writes ledger rows with sensible defaults, committed at once, like the agent runtime."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.conn = sqlite3.connect(path, isolation_level=None)
+        self._ids = count(1)
+
+    def _id(self, prefix: str) -> str:
+        return f"{prefix}{next(self._ids):06d}"
+
+    def _insert(self, table: str, row: dict) -> dict:
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        self.conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", list(row.values()))
+        return row
+
+    def session(self, **fields) -> dict:
+        row = {
+            "id": self._id("S"),
+            "persona": "atlas",
+            "routing_key": "imessage:+15551234567:default",
+            "label": "Mom - General",
+            "created_at": T0,
+            "updated_at": T0,
+            "status": "active",
+        } | fields
+        return self._insert("sessions", row)
+
+    def turn(self, session: dict, parent: dict | None = None, **fields) -> dict:
+        row = {
+            "id": self._id("T"),
+            "session_id": session["id"],
+            "parent_turn_id": parent["id"] if parent else None,
+            "status": "completed",
+            "started_at": T0,
+            "completed_at": T0 + 5000,
+            "prompt_tokens": 1250,
+            "completion_tokens": 87,
+            "total_tokens": 1337,
+            "model": "claude-sonnet-4-20250514",
+        } | fields
+        return self._insert("turns", row)
+
+    def message(self, turn: dict, sequence: int, role: str = "user", **fields) -> dict:
+        row = {
+            "id": self._id("M"),
+            "turn_id": turn["id"],
+            "role": role,
+            "content": "What's the 2FA code from Amazon?",
+            "sequence": sequence,
+            "created_at": turn["started_at"],
+        } | fields
+        return self._insert("messages", row)
+
+    def tool_call(self, turn: dict, sequence: int, **fields) -> dict:
+        row = {
+            "id": self._id("C"),
+            "turn_id": turn["id"],
+            "tool_name": "gog",
+            "parameters": json.dumps({"action": "search", "query": "from:amazon"}),
+            "result": json.dumps({"messages": []}),
+            "status": "completed",
+            "started_at": turn["started_at"] + 1000,
+            "completed_at": turn["started_at"] + 3000,
+            "sequence": sequence,
+        } | fields
+        return self._insert("tool_calls", row)
+
+    def request(self, **fields) -> dict:
+        row = {
+            "id": self._id("R"),
+            "event_id": "imessage:p:+15551234567/1234567890",
+            "event_type": "message",
+            "event_source": "imessage",
+            "stage": "finalize",
+            "status": "completed",
+            "started_at": T0,
+            "completed_at": T0 + 1500,
+        } | fields
+        return self._insert("nexus_requests", row)
+
+    def set_head(self, session: dict, root: dict, head: dict) -> None:
+        self.conn.execute(
+            "UPDATE sessions SET root_turn_id = ?, current_turn_id = ? WHERE id = ?",
+            (root["id"], head["id"], session["id"]),
+        )
+
+
+def parse_html(content: bytes | str):
+    """Parse a page strictly: a parse error (unclosed or misnested tags) fails the test."""
+    import html5lib
+
+    parser = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False)
+    return parser.parse(content)

@@ -1,0 +1,120 @@
+"""The unmanaged models must mirror the ledger DDL column for column, both ways."""
+
+import pytest
+from django.apps import apps
+from django.db import models
+
+from ledgerweb import schema
+
+# SQLite's declared type for each kind of model field we use.
+DECLARED_TYPE = {
+    models.TextField: "TEXT",
+    models.IntegerField: "INTEGER",
+    models.BigIntegerField: "INTEGER",
+    models.BooleanField: "BOOLEAN",
+}
+LEDGER_MODELS = [
+    *apps.get_app_config("conversations").get_models(),
+    *apps.get_app_config("pipeline").get_models(),
+]
+
+
+def declared_type(field) -> str:
+    if field.is_relation:  # a reference column has the type of the key it points to
+        return declared_type(field.target_field)
+    for field_class, sql_type in DECLARED_TYPE.items():
+        if type(field) is field_class:
+            return sql_type
+    raise AssertionError(f"{field} is a {type(field).__name__}, which the ledger cannot hold")
+
+
+def model_columns(model) -> list[schema.Column]:
+    return [
+        schema.Column(
+            name=field.column,
+            type=declared_type(field),
+            not_null=not field.null,
+            primary_key=field.primary_key,
+            default=None,
+        )
+        for field in model._meta.concrete_fields
+    ]
+
+
+def drift(model, ddl_columns) -> list[str]:
+    """What differs between a model and the DDL's columns, in both directions."""
+    ours = {c.name: (c.type, c.not_null, c.primary_key) for c in model_columns(model)}
+    theirs = {c.name: (c.type, c.not_null, c.primary_key) for c in ddl_columns}
+    problems = [f"model has {n}, the DDL does not" for n in ours.keys() - theirs.keys()]
+    problems += [f"DDL has {n}, the model does not" for n in theirs.keys() - ours.keys()]
+    problems += [
+        f"{n}: model says {ours[n]}, DDL says {theirs[n]}"
+        for n in ours.keys() & theirs.keys()
+        if ours[n] != theirs[n]
+    ]
+    return sorted(problems)
+
+
+def test_every_ledger_table_has_exactly_one_model():
+    tables = sorted(model._meta.db_table for model in LEDGER_MODELS)
+    assert tables == sorted(schema.LEDGER_TABLES)
+
+
+@pytest.mark.parametrize("model", LEDGER_MODELS, ids=lambda m: m._meta.db_table)
+def test_model_mirrors_the_ddl_column_for_column(model):
+    assert model._meta.managed is False
+    assert drift(model, schema.expected_columns()[model._meta.db_table]) == []
+
+
+@pytest.mark.parametrize("model", LEDGER_MODELS, ids=lambda m: m._meta.db_table)
+def test_model_defaults_match_the_ddl_defaults(model):
+    ddl_defaults = {
+        c.name: c.default.strip("'")
+        for c in schema.expected_columns()[model._meta.db_table]
+        if c.default is not None
+    }
+    model_defaults = {
+        f.column: str(f.default) for f in model._meta.concrete_fields if f.has_default()
+    }
+    assert model_defaults == ddl_defaults
+
+
+def test_drift_is_caught_in_both_directions():
+    from sessions.models import Turn
+
+    columns = list(schema.expected_columns()["turns"])
+    missing_one = [c for c in columns if c.name != "model"]
+    assert drift(Turn, missing_one) == ["model has model, the DDL does not"]
+
+    extra = [*columns, schema.Column("cost_usd", "REAL", False, False, None)]
+    assert drift(Turn, extra) == ["DDL has cost_usd, the model does not"]
+
+    nullable_status = [
+        schema.Column(c.name, c.type, False, c.primary_key, c.default) if c.name == "status" else c
+        for c in columns
+    ]
+    assert drift(Turn, nullable_status) == [
+        "status: model says ('TEXT', True, False), DDL says ('TEXT', False, False)"
+    ]
+
+
+def test_the_ddl_files_hold_the_seed_indexes():
+    names = {s.split()[2] for s in schema.index_statements(schema.ddl())}
+    assert names == {
+        "idx_sessions_persona",
+        "idx_sessions_routing_key",
+        "idx_sessions_updated",
+        "idx_turns_session",
+        "idx_turns_parent",
+        "idx_turns_started",
+        "idx_messages_turn",
+        "idx_tool_calls_turn",
+        "idx_tool_calls_tool",
+        "idx_nexus_requests_event",
+        "idx_nexus_requests_status",
+        "idx_nexus_requests_started",
+        "idx_nexus_requests_principal",
+        "idx_nexus_requests_session",
+        "idx_nexus_requests_turn",
+        "idx_nexus_requests_stage",
+    }
