@@ -15,7 +15,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 
 def environment(**env) -> dict[str, str]:
     """This process's environment without the settings the test suite itself sets."""
-    ours = {"SECRET_KEY", "DEBUG", "HTTPS", "DJANGO_SETTINGS_MODULE"}
+    ours = {"SECRET_KEY", "DEBUG", "HTTPS", "DJANGO_SETTINGS_MODULE", "DJANGO_ALLOW_ASYNC_UNSAFE"}
     return {k: v for k, v in os.environ.items() if k not in ours} | env
 
 
