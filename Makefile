@@ -65,7 +65,7 @@ demo: setup $(DEMO_LEDGER) migrate
 
 serve: migrate
 	@echo "Serving $(LEDGER_DB) on http://$(HOST):$(PORT)/"
-	SECRET_KEY=$$(cat var/secret-key) $(BIN)/gunicorn ledgerweb.wsgi \
+	HTTPS=0 SECRET_KEY=$$(cat var/secret-key) $(BIN)/gunicorn ledgerweb.wsgi \
 	  --bind $(HOST):$(PORT) --workers 2 --access-logfile - --timeout 30
 
 test: setup browser

@@ -180,3 +180,8 @@ def test_the_ledger_file_is_unchanged_by_browsing(viewer_client, ledger):
     with sqlite3.connect(ledger.path) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     assert ledger.path.read_bytes() == before
+
+
+def test_recent_activity_reads_as_just_now(viewer_client, ledger):
+    ledger.session(label="Fresh", updated_at=now_ms() - 5_000)
+    assert "just now" in viewer_client.get("/").content.decode()

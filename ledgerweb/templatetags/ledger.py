@@ -16,11 +16,12 @@ def timestamp(value):
         return {"raw": value, "when": None}
     local = timezone.localtime(when)
     now = timezone.now()
-    relative = (
-        f"{timesince(when, now, depth=1)} ago"
-        if when <= now
-        else f"in {timesince(now, when, depth=1)}"
-    )
+    if abs((now - when).total_seconds()) < 60:
+        relative = "just now"
+    elif when <= now:
+        relative = f"{timesince(when, now, depth=1)} ago"
+    else:
+        relative = f"in {timesince(now, when, depth=1)}"
     return {
         "when": when,
         "iso": when.isoformat(),
