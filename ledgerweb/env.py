@@ -4,6 +4,7 @@ Each helper fails loudly (ImproperlyConfigured) on a value it cannot read, so a 
 deployment stops the process at start-up instead of running with a silent default.
 """
 
+import json
 import os
 from pathlib import Path
 
@@ -55,3 +56,17 @@ def env_list(name: str, default: list[str]) -> list[str]:
 def env_path(name: str, default: Path) -> Path:
     raw = os.getenv(name, "").strip()
     return Path(raw).expanduser().resolve() if raw else default
+
+
+def env_json_object(name: str) -> dict:
+    """A JSON object, e.g. MODEL_CONTEXT_WINDOWS='{"my-model": 64000}'; {} when unset."""
+    raw = os.getenv(name, "").strip()
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as error:
+        raise ImproperlyConfigured(f"{name} is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise ImproperlyConfigured(f"{name} must be a JSON object, not {type(value).__name__}")
+    return value

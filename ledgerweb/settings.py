@@ -6,7 +6,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
 from ledgerweb.db import ledger_databases
-from ledgerweb.env import env_bool, env_int, env_list, env_path, env_str
+from ledgerweb.env import env_bool, env_int, env_json_object, env_list, env_path, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -28,6 +28,23 @@ LEDGER_DB = env_path("LEDGER_DB", VAR_DIR / "demo-ledger.sqlite3")
 DJANGO_DB = env_path("DJANGO_DB", VAR_DIR / "django.sqlite3")
 # Every query on the read-only ledger connection is stopped after this long (milliseconds).
 LEDGER_QUERY_TIMEOUT_MS = env_int("LEDGER_QUERY_TIMEOUT_MS", 2000, minimum=1)
+
+# Context windows (tokens) for the thread page's gauge. A model matches its exact name or the
+# longest name here that it starts with. Add or override with MODEL_CONTEXT_WINDOWS='{"m": 64000}'.
+MODEL_CONTEXT_WINDOWS = {
+    "claude-opus-4": 200_000,
+    "claude-sonnet-4": 200_000,
+    "claude-haiku-4": 200_000,
+    "claude-3-5-sonnet": 200_000,
+    "claude-3-5-haiku": 200_000,
+    "gpt-5": 400_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4o": 128_000,
+    "o3": 200_000,
+    "o4-mini": 200_000,
+    "gemini-2.5-pro": 1_048_576,
+    "gemini-2.5-flash": 1_048_576,
+} | env_json_object("MODEL_CONTEXT_WINDOWS")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

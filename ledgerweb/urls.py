@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from ledgerweb import views
 
@@ -13,5 +13,6 @@ urlpatterns = [
         name="login",
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("sessions/", include("sessions.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -120,3 +120,11 @@ def parse_html(content: bytes | str):
 
     parser = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False)
     return parser.parse(content)
+
+
+def parse_fragment(content: bytes | str):
+    """Parse an htmx partial strictly, as the body content it will be swapped into."""
+    import html5lib
+
+    parser = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False)
+    return parser.parseFragment(content)

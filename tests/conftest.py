@@ -4,6 +4,9 @@ Before each test's fixtures run, the `ledger` and `ledger_write` aliases are poi
 of an empty ledger, so a test sees only the rows its own builder wrote. The builder writes through
 a plain sqlite3 connection that commits at once, the way the agent runtime writes: the read-only
 alias sees those rows as a reader next to a live writer would.
+
+Within one test the read-only alias sits in the test's transaction: its snapshot starts at its
+first query, so a test builds all its rows before its first request.
 """
 
 import shutil

@@ -9,6 +9,8 @@ once they are written. Nothing but the session being written is held in memory.
 import json
 from dataclasses import dataclass, field
 
+from ledgerweb.ulid import decode_time
+
 from .content import SYSTEM_PROMPTS
 from .context import DemoContext
 from .personas import Address, Persona, new_address, weighted
@@ -16,7 +18,6 @@ from .pipeline import AgentTurn
 from .plan import SYSTEM_TOKENS, PlanOptions, Script, TurnPlan, plan_turns
 from .timeline import MINUTE, SECOND, schedule
 from .tools import task_parameters, task_result
-from ledgerweb.ulid import decode_time
 
 FORK_LABELS = (
     "Try the SQL approach instead", "Before the big refactor", "Retry without the cache",

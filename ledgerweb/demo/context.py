@@ -3,11 +3,12 @@
 import random
 from dataclasses import dataclass
 
+from ledgerweb.ulid import UlidFactory
+
 from .content import ContentPools
 from .pipeline import RequestFactory
 from .sink import RowSink
 from .tools import ToolPools
-from ledgerweb.ulid import UlidFactory
 
 
 @dataclass

@@ -10,11 +10,12 @@ import json
 import random
 from dataclasses import dataclass
 
+from ledgerweb.ulid import UlidFactory
+
 from .errors import DELIVERY_ERRORS, stage_error
 from .personas import Address, new_address
 from .sink import COLUMNS, RowSink
 from .timeline import HISTORY, MINUTE, SECOND, SNAPSHOT_RETENTION, rhythmic_time
-from ledgerweb.ulid import UlidFactory
 
 STAGES = (
     "receiveEvent", "resolveIdentity", "resolveAccess", "executeTriggers",

@@ -40,3 +40,64 @@ def filesize(num_bytes) -> str:
             return f"{size:,.0f} {unit}" if unit == "bytes" else f"{size:,.1f} {unit}"
         size /= 1024
     return f"{size:,.1f} TiB"
+
+
+@register.filter
+def tokens(value) -> str:
+    """1,250 → 1.3k; 31,000 → 31k; junk → ?"""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "?"
+    if abs(value) < 1000:
+        return f"{value:.0f}"
+    if abs(value) < 10_000:
+        return f"{value / 1000:.1f}k"
+    if abs(value) < 1_000_000:
+        return f"{value / 1000:.0f}k"
+    return f"{value / 1_000_000:.1f}M"
+
+
+@register.filter
+def duration(ms) -> str:
+    """Milliseconds as 850 ms, 4.2 s, 3 min 5 s; blank when unknown."""
+    if isinstance(ms, bool) or not isinstance(ms, int | float):
+        return ""
+    if ms < 0:
+        return f"{ms:.0f} ms (clock skew?)"
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    minutes, seconds = divmod(int(ms // 1000), 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+@register.filter
+def short_model(name) -> str:
+    """claude-sonnet-4-20250514 → sonnet-4; gpt-5 → gpt-5: enough to tell models apart in a row."""
+    if not isinstance(name, str) or not name:
+        return "—"
+    short = name.removeprefix("claude-")
+    parts = short.split("-")
+    if len(parts) > 1 and parts[-1].isdigit() and len(parts[-1]) == 8:
+        parts = parts[:-1]  # a release date
+    return "-".join(parts)[:24]
+
+
+@register.filter
+def percent(ratio) -> str:
+    return f"{ratio:.0%}" if isinstance(ratio, int | float) else "?"
+
+
+@register.filter
+def low_mark(window) -> int:
+    """Where a context gauge turns from fine to filling up: half the window."""
+    return int(window * 0.5)
+
+
+@register.filter
+def high_mark(window) -> int:
+    """Where a context gauge warns: 80 % of the window, when agents usually compact."""
+    return int(window * 0.8)

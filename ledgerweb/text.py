@@ -1,0 +1,92 @@
+"""Showing text the ledger holds: JSON that may be invalid, Markdown that may hold script.
+
+Everything here treats its input as hostile: it never raises on bad input and never returns HTML
+that a browser would run.
+"""
+
+import json
+from dataclasses import dataclass
+from functools import cache
+
+import nh3
+from markdown_it import MarkdownIt
+
+# Bigger payloads are shown truncated, with a link that loads the rest on demand.
+PREVIEW_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class JsonText:
+    """A JSON column ready to show: pretty when it parses, raw with the reason when it does not."""
+
+    text: str
+    valid: bool
+    error: str = ""
+    truncated: bool = False
+    total_chars: int = 0
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.text
+
+
+def show_json(raw, *, total_chars: int | None = None) -> JsonText:
+    """Pretty-print a JSON column. `raw` may already be cut to a preview of `total_chars`."""
+    if raw is None:
+        return JsonText("", valid=True)
+    if not isinstance(raw, str):
+        raw = str(raw)
+    total = total_chars if total_chars is not None else len(raw)
+    if total > len(raw):
+        # Only a prefix was loaded: it cannot parse, and pretending it is invalid would mislead.
+        return JsonText(raw, valid=True, truncated=True, total_chars=total)
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError) as error:
+        return JsonText(raw, valid=False, error=_short(error), total_chars=total)
+    pretty = json.dumps(value, indent=2, ensure_ascii=False)
+    return JsonText(pretty, valid=True, total_chars=total)
+
+
+def parse_json(raw, default=None):
+    """The value of a JSON column, or `default` when it is missing or invalid."""
+    if not isinstance(raw, str):
+        return default
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return default
+
+
+def _short(error: Exception) -> str:
+    return str(error).split("\n", 1)[0][:200]
+
+
+@cache
+def _markdown() -> MarkdownIt:
+    # html=False: raw HTML in a message is shown as text, never passed through.
+    return MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+
+
+ALLOWED_URL_SCHEMES = {"http", "https", "mailto"}
+
+
+def render_markdown(text: str) -> str:
+    """Markdown to HTML, then sanitized (nh3): no script, no event handlers, no javascript: URLs."""
+    html = _markdown().render(text or "")
+    return nh3.clean(
+        html,
+        url_schemes=ALLOWED_URL_SCHEMES,
+        link_rel="noopener noreferrer nofollow",
+    )
+
+
+def first_line(text, limit: int = 160) -> str:
+    """A one-line hint of a text: its first non-blank line, cut to `limit` characters."""
+    if not isinstance(text, str):
+        return ""
+    for line in text.splitlines():
+        if line.strip():
+            line = " ".join(line.split())
+            return line if len(line) <= limit else line[: limit - 1] + "…"
+    return ""

@@ -1,0 +1,240 @@
+"""Everything the session page shows, loaded in a fixed number of queries whatever the tree size."""
+
+from dataclasses import dataclass, field
+
+from django.db import connections
+
+from ledgerweb import sqlite
+from ledgerweb.db import LEDGER
+from ledgerweb.text import first_line
+from sessions import tree
+from sessions.kinds import FORK, SUBAGENT, RoutingKey, children_prefix
+from sessions.models import Session
+
+FAILED = "failed"
+KNOWN_TURN_STATUSES = {"pending", "streaming", "completed", FAILED}
+# A fork inherits its origin's thread; show at most this many inherited turns above it.
+INHERITED_LIMIT = 10_000
+
+
+@dataclass
+class TurnInfo:
+    """The columns of a turn the tree draws, plus per-turn aggregates."""
+
+    id: str
+    session_id: str
+    parent_turn_id: str | None
+    status: str
+    started_at: object
+    completed_at: object
+    prompt_tokens: object
+    completion_tokens: object
+    total_tokens: object
+    model: str | None
+    source_event_id: str | None = None
+    tool_calls: int = 0
+    failed_tool_calls: int = 0
+    preview: str = ""
+    compaction_summary: str | None = None
+    inherited: bool = False  # a turn of the origin session, above a fork's own turns
+
+    @property
+    def duration_ms(self) -> int | None:
+        if isinstance(self.started_at, int) and isinstance(self.completed_at, int):
+            return self.completed_at - self.started_at
+        return None
+
+    @property
+    def is_compaction(self) -> bool:
+        return self.compaction_summary is not None
+
+    @property
+    def status_known(self) -> bool:
+        return self.status in KNOWN_TURN_STATUSES
+
+
+TURN_COLUMNS = (
+    "id, session_id, parent_turn_id, status, started_at, completed_at, prompt_tokens,"
+    " completion_tokens, total_tokens, model, source_event_id"
+)
+
+
+@dataclass
+class Related:
+    """Sessions linked to this one by routing-key convention."""
+
+    parent: Session | None = None  # the spawning session of a subagent, the origin of a fork
+    parent_missing: bool = False
+    tool_call: dict | None = None  # the tool call that spawned a subagent
+    children: list[Session] = field(default_factory=list)  # subagents and forks of this one
+
+
+@dataclass
+class SessionTree:
+    session: Session
+    turns: dict[str, TurnInfo]
+    layout: tree.Layout
+    related: Related
+    problems: list[tree.Problem]
+
+    @property
+    def routing(self) -> RoutingKey:
+        return RoutingKey(self.session.routing_key)
+
+    @property
+    def own_turns(self) -> list[TurnInfo]:
+        return [t for t in self.turns.values() if not t.inherited]
+
+    @property
+    def totals(self) -> dict[str, int]:
+        own = self.own_turns
+        own_ids = {t.id for t in own}
+        return {
+            "turns": len(own),
+            "branches": sum(1 for r in self.layout.rows if r.is_leaf and r.node.id in own_ids),
+            "tokens": sum(t.total_tokens for t in own if isinstance(t.total_tokens, int)),
+            "tool_calls": sum(t.tool_calls for t in own),
+            "failed_turns": sum(1 for t in own if t.status == FAILED),
+            "compactions": sum(1 for t in own if t.is_compaction),
+        }
+
+
+def load_tree(session: Session) -> SessionTree:
+    turns = _session_turns(session.id)
+    problems: list[tree.Problem] = []
+    _add_inherited_turns(session, turns, problems)
+    add_aggregates(turns)
+
+    head = session.current_turn_id
+    nodes = [tree.Node(t.id, t.parent_turn_id, t.started_at, t) for t in turns.values()]
+    layout = tree.layout(nodes, head_id=head)
+    problems += layout.problems
+    problems += _structure_problems(session, turns, layout)
+    return SessionTree(session, turns, layout, _related(session), problems)
+
+
+def _rows(sql: str, params) -> list[tuple]:
+    with connections[LEDGER].cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _session_turns(session_id: str) -> dict[str, TurnInfo]:
+    rows = _rows(f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = %s", [session_id])
+    return {row[0]: TurnInfo(*row) for row in rows}
+
+
+def _add_inherited_turns(session: Session, turns: dict[str, TurnInfo], problems) -> None:
+    """For a turn whose parent lives in another session (a fork's first turns, or a fresh fork's
+    head), load that parent's ancestry so the tree shows the thread the session continues."""
+    starts = {t.parent_turn_id for t in turns.values() if t.parent_turn_id not in turns}
+    if session.current_turn_id and session.current_turn_id not in turns:
+        starts.add(session.current_turn_id)
+    starts.discard(None)
+    if not starts:
+        return
+    starts_sql, starts_param = sqlite.in_list(starts)
+    # UNION (not UNION ALL) drops repeated rows, so a cycle in parent_turn_id ends the walk.
+    rows = _rows(
+        f"""WITH RECURSIVE up(id) AS (
+                SELECT id FROM turns WHERE id IN {starts_sql}
+                UNION
+                SELECT t.parent_turn_id FROM turns t JOIN up ON t.id = up.id
+                WHERE t.parent_turn_id IS NOT NULL
+            )
+            SELECT {TURN_COLUMNS} FROM turns WHERE id IN (SELECT id FROM up LIMIT %s)""",
+        [*starts_param, INHERITED_LIMIT],
+    )
+    found = set()
+    for row in rows:
+        info = TurnInfo(*row, inherited=True)
+        found.add(info.id)
+        turns.setdefault(info.id, info)
+    for missing in starts - found:
+        orphans = [t.id for t in turns.values() if t.parent_turn_id == missing]
+        for turn_id in orphans:
+            problems.append(tree.Problem(turn_id, f"its parent turn {missing} does not exist"))
+
+
+def add_aggregates(turns: dict[str, TurnInfo]) -> None:
+    """Tool-call counts, the first user message and compaction summaries, for all turns at once:
+    three queries whatever the number of turns."""
+    if not turns:
+        return
+    ids_sql, ids = sqlite.in_list(turns)
+    for turn_id, calls, failed in _rows(
+        f"""SELECT turn_id, count(*), sum(status = 'failed') FROM tool_calls
+            WHERE turn_id IN {ids_sql} GROUP BY turn_id""",
+        ids,
+    ):
+        turns[turn_id].tool_calls, turns[turn_id].failed_tool_calls = calls, failed or 0
+    # The query a turn answers: its first user message (else its first message of any role).
+    for turn_id, content in _rows(
+        f"""SELECT turn_id, substr(content, 1, 400) FROM (
+                SELECT turn_id, content, row_number() OVER (
+                    PARTITION BY turn_id ORDER BY role != 'user', sequence) AS n
+                FROM messages WHERE turn_id IN {ids_sql})
+            WHERE n = 1""",
+        ids,
+    ):
+        turns[turn_id].preview = first_line(content, 140)
+    if "compactions" in sqlite.table_names():
+        for turn_id, summary in _rows(
+            f"SELECT turn_id, substr(summary, 1, 400) FROM compactions WHERE turn_id IN {ids_sql}",
+            ids,
+        ):
+            turns[turn_id].compaction_summary = first_line(summary, 140) or "(no summary)"
+
+
+def _structure_problems(session: Session, turns, layout: tree.Layout) -> list[tree.Problem]:
+    problems = []
+    head = session.current_turn_id
+    if head is None and turns:
+        problems.append(tree.Problem("", "the session has no head (current_turn_id is empty)"))
+    elif head is not None and head not in turns:
+        problems.append(tree.Problem(head, "the session head points to a turn that does not exist"))
+    elif head is not None:
+        own_children = [c for c in turns.values() if c.parent_turn_id == head and not c.inherited]
+        if own_children:
+            problems.append(
+                tree.Problem(head, "the session head is not a leaf: it has later turns")
+            )
+    root = session.root_turn_id
+    if root is not None and root not in turns:
+        problems.append(tree.Problem(root, "the session root points to a turn that does not exist"))
+    for t in turns.values():
+        if not t.status_known:
+            problems.append(tree.Problem(t.id, f"unknown turn status {t.status!r}"))
+    return problems
+
+
+def _related(session: Session) -> Related:
+    related = Related()
+    routing = RoutingKey(session.routing_key)
+    if routing.parent_session_id:
+        related.parent = Session.objects.filter(id=routing.parent_session_id).first()
+        related.parent_missing = related.parent is None
+    if routing.tool_call_id:
+        rows = _rows(
+            "SELECT id, turn_id, tool_name FROM tool_calls WHERE id = %s", [routing.tool_call_id]
+        )
+        if rows:
+            related.tool_call = dict(zip(("id", "turn_id", "tool_name"), rows[0], strict=True))
+    for kind in (SUBAGENT, FORK):
+        low, high = children_prefix(kind, session.id)
+        related.children += list(
+            Session.objects.filter(routing_key__gte=low, routing_key__lt=high).order_by(
+                "created_at"
+            )[:200]
+        )
+    return related
+
+
+def turn_info(turn_id: str) -> TurnInfo | None:
+    """One turn with its aggregates, for the panel opened beside an already drawn tree."""
+    rows = _rows(f"SELECT {TURN_COLUMNS} FROM turns WHERE id = %s", [turn_id])
+    if not rows:
+        return None
+    info = TurnInfo(*rows[0])
+    add_aggregates({info.id: info})
+    return info

@@ -1,0 +1,131 @@
+"""The JSON twin of every sessions page: the same data as the HTML, for scripts."""
+
+from dataclasses import asdict
+
+from sessions.detail import SessionTree, TurnInfo
+from sessions.kinds import RoutingKey
+from sessions.listing import SessionFilters, SessionPage
+from sessions.thread import Thread
+from sessions.turn_detail import TurnDetail
+
+
+def _session(s) -> dict:
+    routing = RoutingKey(s.routing_key)
+    return {
+        "id": s.id,
+        "label": s.label,
+        "persona": s.persona,
+        "routing_key": s.routing_key,
+        "kind": routing.kind,
+        "channel": routing.channel,
+        "status": s.status,
+        "root_turn_id": s.root_turn_id,
+        "current_turn_id": s.current_turn_id,
+        "created_at": s.created_at,
+        "updated_at": s.updated_at,
+        "source_event_id": s.source_event_id,
+    }
+
+
+def session_list(filters: SessionFilters, page: SessionPage) -> dict:
+    return {
+        "filters": filters.as_query(),
+        "filter_errors": filters.errors,
+        "count": page.count.value,
+        "count_capped": page.count.capped,
+        "next": page.next_cursor,
+        "sessions": [
+            _session(r.session) | {"turns": r.turns, "branches": r.leaves, "hint": r.hint}
+            for r in page.rows
+        ],
+    }
+
+
+def _turn(t: TurnInfo) -> dict:
+    return asdict(t) | {"duration_ms": t.duration_ms, "is_compaction": t.is_compaction}
+
+
+def session_detail(session_tree: SessionTree) -> dict:
+    related = session_tree.related
+    return {
+        "session": _session(session_tree.session),
+        "totals": session_tree.totals,
+        "problems": [asdict(p) for p in session_tree.problems],
+        "parent_session": _session(related.parent) if related.parent else None,
+        "spawning_tool_call": related.tool_call,
+        "children": [_session(c) for c in related.children],
+        "lanes": session_tree.layout.lane_count,
+        "turns": [
+            _turn(row.node.data)
+            | {
+                "lane": row.lane,
+                "depth": row.depth,
+                "children": row.child_ids,
+                "is_root": row.is_root,
+                "is_head": row.is_head,
+                "is_leaf": row.is_leaf,
+            }
+            for row in session_tree.layout.rows
+        ],
+    }
+
+
+def turn(info: TurnInfo, detail: TurnDetail) -> dict:
+    return {
+        "turn": _turn(info),
+        "children": detail.children,
+        "pipeline_requests": detail.request_ids,
+        "problems": detail.problems,
+        "messages": [
+            {
+                "id": m.id,
+                "role": m.role,
+                "sequence": m.sequence,
+                "created_at": m.created_at,
+                "content": m.content,
+                "length": m.length,
+                "truncated": m.truncated,
+            }
+            for m in detail.messages
+        ],
+        "tool_calls": [
+            {
+                "id": c.id,
+                "tool_name": c.tool_name,
+                "status": c.status,
+                "sequence": c.sequence,
+                "started_at": c.started_at,
+                "completed_at": c.completed_at,
+                "duration_ms": c.duration_ms,
+                "error": c.error,
+                "parameters": asdict(c.parameters),
+                "result": asdict(c.result),
+                "child_session_id": c.child_session_id,
+            }
+            for c in detail.tool_calls
+        ],
+    }
+
+
+def thread(the_thread: Thread) -> dict:
+    return {
+        "turn_id": the_thread.turn.id,
+        "problems": the_thread.problems,
+        "context_tokens": the_thread.context_tokens,
+        "context_window": the_thread.context_window,
+        "cumulative_tokens": the_thread.total_tokens,
+        "compaction": asdict(the_thread.compaction) if the_thread.compaction else None,
+        "steps": [
+            {
+                "turn": _turn(step.turn),
+                "cumulative_tokens": step.cumulative_tokens,
+                "in_context": step.in_context,
+                "messages": [asdict(m) for m in step.messages],
+                "tool_calls": [
+                    {"id": c.id, "tool_name": c.tool_name, "status": c.status, "error": c.error}
+                    for c in step.tool_calls
+                ],
+            }
+            for step in the_thread.steps
+        ],
+    }

@@ -1,0 +1,206 @@
+"""The session list: filters from the query string, keyset pages, capped counts.
+
+Every query here is bounded: a page reads at most PAGE_SIZE sessions through an index, counts
+stop at COUNT_CAP, and per-row numbers come from one grouped query per page, not one per row.
+"""
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+
+from django.db import connections
+from django.db.models import Q
+from django.utils import timezone
+
+from ledgerweb.db import LEDGER
+from ledgerweb.sqlite import CappedCount
+from ledgerweb.text import first_line
+from sessions.kinds import FORK, KINDS, MAIN, SUBAGENT, RoutingKey
+from sessions.models import Session
+
+PAGE_SIZE = 50
+COUNT_CAP = 10_000
+SORTS = {"activity": "updated_at", "created": "created_at"}
+HIDDEN_STATUSES = ("archived", "deleted")
+
+
+@dataclass
+class SessionFilters:
+    q: str = ""
+    persona: str = ""
+    status: str = ""  # "" = everything but archived and deleted; "all" = everything
+    channel: str = ""
+    kind: str = ""
+    since: date | None = None
+    until: date | None = None
+    sort: str = "activity"
+    after: str = ""  # keyset cursor: "<timestamp>:<id>" of the last row of the previous page
+    errors: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_query(cls, params) -> "SessionFilters":
+        f = cls(
+            q=params.get("q", "").strip(),
+            persona=params.get("persona", "").strip(),
+            status=params.get("status", "").strip(),
+            channel=params.get("channel", "").strip(),
+            kind=params.get("kind", "").strip(),
+            sort=params.get("sort", "activity"),
+            after=params.get("after", ""),
+        )
+        if f.sort not in SORTS:
+            f.errors["sort"] = f"unknown sort {f.sort!r}; sorted by last activity"
+            f.sort = "activity"
+        if f.kind and f.kind not in KINDS:
+            f.errors["kind"] = f"unknown kind {f.kind!r}; choose main, subagent or fork"
+            f.kind = ""
+        for name in ("since", "until"):
+            raw = params.get(name, "").strip()
+            if raw:
+                try:
+                    setattr(f, name, date.fromisoformat(raw))
+                except ValueError:
+                    f.errors[name] = f"{raw!r} is not a date (YYYY-MM-DD)"
+        return f
+
+    def as_query(self, **changes) -> dict[str, str]:
+        """The filters as query-string parameters (blank ones dropped)."""
+        values = {
+            "q": self.q,
+            "persona": self.persona,
+            "status": self.status,
+            "channel": self.channel,
+            "kind": self.kind,
+            "since": self.since.isoformat() if self.since else "",
+            "until": self.until.isoformat() if self.until else "",
+            "sort": "" if self.sort == "activity" else self.sort,
+        } | changes
+        return {k: v for k, v in values.items() if v}
+
+
+def _day_start_ms(day: date) -> int:
+    moment = timezone.make_aware(datetime.combine(day, time.min))
+    return int(moment.timestamp() * 1000)
+
+
+def filtered_sessions(f: SessionFilters):
+    qs = Session.objects.all()
+    if f.q:
+        qs = qs.filter(
+            Q(label__icontains=f.q) | Q(routing_key__icontains=f.q) | Q(id__startswith=f.q)
+        )
+    if f.persona:
+        qs = qs.filter(persona=f.persona)
+    if f.status == "all":
+        pass
+    elif f.status:
+        qs = qs.filter(status=f.status)
+    else:
+        qs = qs.exclude(status__in=HIDDEN_STATUSES)
+    if f.channel:
+        # A range on the routing_key index rather than LIKE, which SQLite cannot index here.
+        qs = qs.filter(routing_key__gte=f"{f.channel}:", routing_key__lt=f"{f.channel};")
+    if f.kind in (SUBAGENT, FORK):
+        qs = qs.filter(routing_key__gte=f"{f.kind}:", routing_key__lt=f"{f.kind};")
+    elif f.kind == MAIN:
+        for kind in (SUBAGENT, FORK):
+            qs = qs.exclude(routing_key__gte=f"{kind}:", routing_key__lt=f"{kind};")
+    column = SORTS[f.sort]
+    if f.since:
+        qs = qs.filter(**{f"{column}__gte": _day_start_ms(f.since)})
+    if f.until:
+        qs = qs.filter(**{f"{column}__lt": _day_start_ms(f.until + timedelta(days=1))})
+    return qs
+
+
+def _apply_cursor(qs, f: SessionFilters):
+    column = SORTS[f.sort]
+    stamp, _, last_id = f.after.partition(":")
+    try:
+        stamp = int(stamp)
+    except ValueError:
+        if f.after:
+            f.errors["after"] = "that page link is broken; showing the first page"
+        return qs
+    return qs.filter(Q(**{f"{column}__lt": stamp}) | Q(**{column: stamp, "id__lt": last_id}))
+
+
+@dataclass
+class SessionRow:
+    session: Session
+    turns: int = 0
+    leaves: int = 0
+    hint: str = ""
+
+    @property
+    def routing(self) -> RoutingKey:
+        return RoutingKey(self.session.routing_key)
+
+    @property
+    def title(self) -> str:
+        s = self.session
+        return (
+            s.label
+            or f"{self.routing.kind if self.routing.kind != MAIN else s.persona} · {s.routing_key}"
+        )
+
+
+@dataclass
+class SessionPage:
+    rows: list[SessionRow]
+    count: CappedCount
+    next_cursor: str | None
+
+
+def session_page(f: SessionFilters) -> SessionPage:
+    column = SORTS[f.sort]
+    qs = filtered_sessions(f)
+    count = _capped(qs)
+    page_qs = _apply_cursor(qs, f).order_by(f"-{column}", "-id")
+    sessions = list(page_qs[: PAGE_SIZE + 1])
+    has_more = len(sessions) > PAGE_SIZE
+    sessions = sessions[:PAGE_SIZE]
+    rows = [SessionRow(s) for s in sessions]
+    _fill_row_numbers(rows)
+    last = sessions[-1] if has_more else None
+    cursor = f"{getattr(last, column)}:{last.id}" if last else None
+    return SessionPage(rows, count, cursor)
+
+
+def _capped(qs) -> CappedCount:
+    n = qs.values("id")[: COUNT_CAP + 1].count()
+    return CappedCount(min(n, COUNT_CAP), n > COUNT_CAP)
+
+
+def _fill_row_numbers(rows: list[SessionRow]) -> None:
+    """Turns, leaves and the head's question for a page of sessions, in two grouped queries."""
+    if not rows:
+        return
+    ids = [r.session.id for r in rows]
+    marks = ", ".join(["%s"] * len(ids))
+    by_id = {r.session.id: r for r in rows}
+    with connections[LEDGER].cursor() as cursor:
+        cursor.execute(
+            f"""SELECT t.session_id, count(*),
+                       sum(CASE WHEN NOT EXISTS (SELECT 1 FROM turns c
+                                                 WHERE c.parent_turn_id = t.id
+                                                   AND c.session_id = t.session_id)
+                           THEN 1 ELSE 0 END)
+                FROM turns t WHERE t.session_id IN ({marks}) GROUP BY t.session_id""",
+            ids,
+        )
+        for session_id, turns, leaves in cursor.fetchall():
+            by_id[session_id].turns, by_id[session_id].leaves = turns, leaves or 0
+
+        heads = {r.session.current_turn_id: r for r in rows if r.session.current_turn_id}
+        if heads:
+            marks = ", ".join(["%s"] * len(heads))
+            cursor.execute(
+                f"""SELECT turn_id, substr(content, 1, 400) FROM (
+                        SELECT turn_id, content, row_number() OVER (
+                            PARTITION BY turn_id ORDER BY sequence) AS n
+                        FROM messages WHERE turn_id IN ({marks}) AND role = 'user')
+                    WHERE n = 1""",
+                list(heads),
+            )
+            for turn_id, content in cursor.fetchall():
+                heads[turn_id].hint = first_line(content, 120)

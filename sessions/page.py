@@ -1,0 +1,87 @@
+"""What the template draws for each row of the turn tree: geometry, marks and keyboard links."""
+
+from dataclasses import dataclass
+
+from sessions.detail import FAILED, SessionTree, TurnInfo
+from sessions.gutter import Gutter, gutter_for
+from sessions.tree import Fold, Row, fold_straight_runs
+
+MIN_FOLD = 8
+
+
+@dataclass
+class TreeItem:
+    gutter: Gutter
+    row: Row | None = None
+    fold: Fold | None = None
+    turn: TurnInfo | None = None
+    marks: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+    parent_id: str = ""
+    first_child_id: str = ""
+    next_sibling_id: str = ""
+    selected: bool = False
+
+
+def marks_of(row: Row, turn: TurnInfo, head_id: str | None) -> tuple[str, ...]:
+    """The words shown next to a turn; colour only repeats them."""
+    marks = []
+    if row.is_root:
+        marks.append("root")
+    if row.node.id == head_id:
+        marks.append("head")
+    elif row.is_leaf:
+        marks.append("leaf")
+    if turn.inherited:
+        marks.append("inherited")
+    if turn.is_compaction:
+        marks.append("compaction")
+    if turn.status != "completed":
+        marks.append(turn.status if turn.status_known else "unknown status")
+    return tuple(marks)
+
+
+def tree_items(session_tree: SessionTree, selected_id: str | None, unfold: bool) -> list[TreeItem]:
+    layout = session_tree.layout
+    head_id = session_tree.session.current_turn_id
+    problems_by_turn: dict[str, list[str]] = {}
+    for problem in session_tree.problems:
+        problems_by_turn.setdefault(problem.turn_id, []).append(problem.message)
+
+    keep = {head_id, selected_id, *problems_by_turn}
+    keep |= {
+        t.id for t in session_tree.turns.values() if t.status != "completed" or t.is_compaction
+    }
+    if unfold:
+        shown = list(layout.rows)
+    else:
+        shown = fold_straight_runs(layout, keep={k for k in keep if k}, min_run=MIN_FOLD)
+
+    items = []
+    for entry in shown:
+        gutter = gutter_for(entry, layout.lane_count)
+        if isinstance(entry, Fold):
+            items.append(TreeItem(gutter, fold=entry))
+            continue
+        row, turn = entry, entry.node.data
+        parent = layout.by_id.get(turn.parent_turn_id) if turn.parent_turn_id else None
+        siblings = parent.child_ids if parent else []
+        position = siblings.index(row.node.id) if row.node.id in siblings else -1
+        next_sibling = siblings[(position + 1) % len(siblings)] if len(siblings) > 1 else ""
+        items.append(
+            TreeItem(
+                gutter,
+                row=row,
+                turn=turn,
+                marks=marks_of(row, turn, head_id),
+                problems=tuple(problems_by_turn.get(row.node.id, ())),
+                parent_id=parent.node.id if parent and not row.is_root else "",
+                first_child_id=row.child_ids[0] if row.child_ids else "",
+                next_sibling_id=next_sibling,
+                selected=row.node.id == selected_id,
+            )
+        )
+    return items
+
+
+__all__ = ["FAILED", "TreeItem", "tree_items"]

@@ -1,0 +1,207 @@
+"""The thread at a turn: the turn and all its ancestors, which is what an agent resuming from that
+turn remembers (seeds/004: "a turn viewed with all its ancestry")."""
+
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import connections
+
+from ledgerweb import sqlite
+from ledgerweb.db import LEDGER
+from ledgerweb.text import parse_json
+from sessions.detail import TURN_COLUMNS, TurnInfo
+
+# The thread page shows message previews; the export carries whole messages.
+THREAD_PREVIEW_CHARS = 4_000
+MAX_DEPTH = 100_000
+
+
+@dataclass
+class ThreadMessage:
+    id: str
+    turn_id: str
+    role: str
+    sequence: object
+    created_at: object
+    content: str
+    length: int
+
+
+@dataclass
+class ThreadToolCall:
+    id: str
+    turn_id: str
+    tool_name: str
+    status: str
+    sequence: object
+    parameters: str | None
+    result: str | None
+    error: str | None
+
+
+@dataclass
+class ThreadStep:
+    turn: TurnInfo
+    cumulative_tokens: int
+    messages: list[ThreadMessage] = field(default_factory=list)
+    tool_calls: list[ThreadToolCall] = field(default_factory=list)
+    in_context: bool = True  # False: folded into a compaction's summary
+
+
+@dataclass
+class Compacted:
+    turn_id: str
+    summary: str
+    kept_turn_ids: list[str]
+    summarized_count: int
+    tokens_before: object
+    tokens_after: object
+
+
+@dataclass
+class Thread:
+    steps: list[ThreadStep]
+    problems: list[str]
+    compaction: Compacted | None  # the latest compaction on the path, if any
+
+    @property
+    def turn(self) -> TurnInfo:
+        return self.steps[-1].turn
+
+    @property
+    def total_tokens(self) -> int:
+        return self.steps[-1].cumulative_tokens if self.steps else 0
+
+    @property
+    def context_tokens(self) -> int | None:
+        """What the agent holds after this turn: the turn's prompt plus its answer."""
+        t = self.turn
+        if isinstance(t.prompt_tokens, int):
+            return t.prompt_tokens + (
+                t.completion_tokens if isinstance(t.completion_tokens, int) else 0
+            )
+        return t.total_tokens if isinstance(t.total_tokens, int) else None
+
+    @property
+    def context_window(self) -> int | None:
+        return context_window_of(self.turn.model)
+
+    @property
+    def context_ratio(self) -> float | None:
+        if self.context_tokens is None or not self.context_window:
+            return None
+        return self.context_tokens / self.context_window
+
+
+def context_window_of(model: str | None) -> int | None:
+    """The context window of a model from settings.MODEL_CONTEXT_WINDOWS: exact name first, then
+    the longest known prefix (so dated versions of a model share its window)."""
+    if not model:
+        return None
+    windows = settings.MODEL_CONTEXT_WINDOWS
+    if model in windows:
+        return windows[model]
+    prefixes = [name for name in windows if model.startswith(name)]
+    return windows[max(prefixes, key=len)] if prefixes else None
+
+
+def _rows(sql: str, params) -> list[tuple]:
+    with connections[LEDGER].cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def ancestor_path(turn_id: str) -> tuple[list[TurnInfo], list[str]]:
+    """The turns from the root down to `turn_id`, and what is wrong with the chain if anything."""
+    rows = _rows(
+        f"""WITH RECURSIVE up(id) AS (
+                SELECT %s
+                UNION
+                SELECT t.parent_turn_id FROM turns t JOIN up ON t.id = up.id
+                WHERE t.parent_turn_id IS NOT NULL
+            )
+            SELECT {TURN_COLUMNS} FROM turns WHERE id IN (SELECT id FROM up LIMIT %s)""",
+        [turn_id, MAX_DEPTH],
+    )
+    by_id = {row[0]: TurnInfo(*row) for row in rows}
+    path, seen, problems = [], set(), []
+    current = turn_id
+    while current is not None:
+        if current in seen:
+            problems.append(f"the chain of parents loops back to {current}: cut there")
+            break
+        if current not in by_id:
+            if path:
+                problems.append(
+                    f"turn {path[-1].id} names a parent {current} that does not exist: "
+                    "the thread starts below it"
+                )
+            break
+        seen.add(current)
+        path.append(by_id[current])
+        current = by_id[current].parent_turn_id
+    path.reverse()
+    return path, problems
+
+
+def load_thread(turn_id: str, *, full_text: bool = False) -> Thread | None:
+    path, problems = ancestor_path(turn_id)
+    if not path:
+        return None
+    ids_sql, ids = sqlite.in_list(t.id for t in path)
+    limit = 1_000_000_000 if full_text else THREAD_PREVIEW_CHARS
+    messages: dict[str, list[ThreadMessage]] = {}
+    for row in _rows(
+        f"""SELECT id, turn_id, role, sequence, created_at, substr(content, 1, %s),
+                   length(content)
+            FROM messages WHERE turn_id IN {ids_sql} ORDER BY sequence, created_at, id""",
+        [limit, *ids],
+    ):
+        messages.setdefault(row[1], []).append(ThreadMessage(*row))
+    calls: dict[str, list[ThreadToolCall]] = {}
+    payload = "parameters, result" if full_text else "NULL, NULL"
+    for row in _rows(
+        f"""SELECT id, turn_id, tool_name, status, sequence, {payload}, error
+            FROM tool_calls WHERE turn_id IN {ids_sql} ORDER BY sequence, started_at, id""",
+        ids,
+    ):
+        calls.setdefault(row[1], []).append(ThreadToolCall(*row))
+
+    steps, running = [], 0
+    for turn in path:
+        running += turn.total_tokens if isinstance(turn.total_tokens, int) else 0
+        steps.append(ThreadStep(turn, running, messages.get(turn.id, []), calls.get(turn.id, [])))
+    compaction = _latest_compaction(steps, ids_sql, ids, problems)
+    return Thread(steps, problems, compaction)
+
+
+def _latest_compaction(steps, ids_sql, ids, problems) -> Compacted | None:
+    """Apply the latest compaction on the path: the agent resuming here sees its summary, the turns
+    it kept, and the turns after it (seeds/004, "Compaction")."""
+    if "compactions" not in sqlite.table_names():
+        return None
+    rows = _rows(
+        f"""SELECT turn_id, summary, summarized_turn_ids, kept_turn_ids, tokens_before,
+                   tokens_after FROM compactions WHERE turn_id IN {ids_sql}""",
+        ids,
+    )
+    if not rows:
+        return None
+    position = {step.turn.id: i for i, step in enumerate(steps)}
+    turn_id, summary, summarized, kept, before, after = max(rows, key=lambda r: position[r[0]])
+    summarized_ids = parse_json(summarized, None)
+    kept_ids = parse_json(kept, None)
+    if not isinstance(summarized_ids, list) or not isinstance(kept_ids, list):
+        problems.append(
+            f"compaction {turn_id} has invalid summarized_turn_ids or kept_turn_ids JSON: "
+            "the whole thread is shown as context"
+        )
+        return None
+    kept_set = {str(k) for k in kept_ids}
+    at = position[turn_id]
+    for step in steps[:at]:
+        step.in_context = step.turn.id in kept_set
+    steps[at].turn.compaction_summary = steps[at].turn.compaction_summary or summary
+    return Compacted(
+        turn_id, summary or "", [str(k) for k in kept_ids], len(summarized_ids), before, after
+    )

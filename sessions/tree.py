@@ -1,0 +1,245 @@
+"""Turn trees laid out like a git graph: pure functions, no Django, no database.
+
+The ledger is written by other programs, so the input may hold cycles, parents that do not exist,
+parents in other sessions and heads that are not leaves. The layout never loops and never drops a
+turn: a turn it cannot hang under its parent becomes a root of its own, with a problem that says
+why.
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Node:
+    id: str
+    parent_id: str | None
+    started_at: Any = None  # used for ordering siblings; may be junk in a hostile ledger
+    data: Any = None  # whatever the caller wants to draw with the row
+
+
+@dataclass(frozen=True)
+class Problem:
+    turn_id: str
+    message: str
+
+
+@dataclass
+class Row:
+    """One turn in the drawn tree, in display order."""
+
+    node: Node
+    index: int
+    depth: int
+    lane: int
+    parent_lane: int | None  # None for a root; differs from `lane` where a branch leaves
+    passing: tuple[int, ...]  # lanes with a line through this whole row
+    has_children: bool
+    child_ids: list[str]
+    is_root: bool
+    is_head: bool
+    on_head_path: bool
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.has_children
+
+    @property
+    def branches_out(self) -> bool:
+        return self.parent_lane is not None and self.parent_lane != self.lane
+
+
+@dataclass
+class Fold:
+    """A folded straight stretch of turns (each the only child of the one before)."""
+
+    rows: list[Row]
+    lane: int
+    passing: tuple[int, ...]
+
+    @property
+    def first(self) -> Row:
+        return self.rows[0]
+
+    @property
+    def last(self) -> Row:
+        return self.rows[-1]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+@dataclass
+class Layout:
+    rows: list[Row]
+    lane_count: int
+    problems: list[Problem] = field(default_factory=list)
+    by_id: dict[str, Row] = field(default_factory=dict)
+
+    @property
+    def leaves(self) -> list[Row]:
+        return [r for r in self.rows if r.is_leaf]
+
+    @property
+    def branch_count(self) -> int:
+        """Distinct paths from a root to a leaf: one per leaf."""
+        return len(self.leaves)
+
+
+def _sort_key(node: Node):
+    started = node.started_at if isinstance(node.started_at, int | float) else float("inf")
+    return (started, node.id)
+
+
+def layout(nodes: Iterable[Node], head_id: str | None = None) -> Layout:
+    """Order the turns depth-first and give each a lane, as `git log --graph` does.
+
+    Siblings are ordered by start time, except that the branch leading to the head comes last,
+    so the head's line runs straight down the left and side branches leave to the right.
+    """
+    by_id: dict[str, Node] = {}
+    problems: list[Problem] = []
+    for node in nodes:
+        if node.id in by_id:
+            problems.append(Problem(node.id, "this turn id appears twice; the second is hidden"))
+            continue
+        by_id[node.id] = node
+
+    children: dict[str, list[Node]] = {}
+    roots: list[Node] = []
+    for node in by_id.values():
+        if node.parent_id is None:
+            roots.append(node)
+        elif node.parent_id == node.id:
+            problems.append(Problem(node.id, "this turn names itself as its parent"))
+            roots.append(node)
+        elif node.parent_id not in by_id:
+            roots.append(node)  # parent missing, or in another session: the caller explains
+        else:
+            children.setdefault(node.parent_id, []).append(node)
+
+    head_path = _path_to(head_id, by_id)
+    for siblings in children.values():
+        siblings.sort(key=lambda n: (n.id in head_path, _sort_key(n)))
+    roots.sort(key=lambda n: (n.id in head_path, _sort_key(n)))
+
+    rows: list[Row] = []
+    lanes: list[str | None] = []  # lane → id of the turn whose line runs down it
+    placed: set[str] = set()
+    pending = list(roots)
+    while len(placed) < len(by_id):
+        if not pending:
+            # Whatever is left hangs off a cycle: no turn of it is reachable from a root. Break
+            # the cycle at its earliest turn and go on.
+            loose = min((n for n in by_id.values() if n.id not in placed), key=_sort_key)
+            problems.append(Problem(loose.id, "parent chain loops back on itself (a cycle)"))
+            pending = [loose]
+        _place_subtree(pending.pop(0), children, by_id, head_id, head_path, lanes, rows, placed)
+
+    return Layout(
+        rows=rows,
+        lane_count=max(len(lanes), 1),
+        problems=problems,
+        by_id={row.node.id: row for row in rows},
+    )
+
+
+def _path_to(turn_id: str | None, by_id: dict[str, Node]) -> set[str]:
+    """The ids from a turn up to its root, stopping at a missing parent or a cycle."""
+    path: set[str] = set()
+    while turn_id is not None and turn_id in by_id and turn_id not in path:
+        path.add(turn_id)
+        turn_id = by_id[turn_id].parent_id
+    return path
+
+
+def _place_subtree(root, children, by_id, head_id, head_path, lanes, rows, placed) -> None:
+    # Iterative depth-first walk: a 20,000-turn straight thread must not hit the recursion limit.
+    stack: list[tuple[Node, int, int | None]] = [(root, 0, None)]
+    while stack:
+        node, depth, parent_lane = stack.pop()
+        if node.id in placed:
+            continue
+        placed.add(node.id)
+        kids = [k for k in children.get(node.id, []) if k.id not in placed]
+
+        if parent_lane is None:
+            lane = _free_lane(lanes)
+        elif _is_last_child(node, children, placed):
+            lane = parent_lane  # the parent's line carries on into its last child
+        else:
+            lane = _free_lane(lanes)  # an earlier sibling branches out to a lane of its own
+        passing = tuple(i for i, owner in enumerate(lanes) if owner is not None and i != lane)
+        lanes[lane] = node.id if kids else None  # a leaf frees its lane below itself
+
+        rows.append(
+            Row(
+                node=node,
+                index=len(rows),
+                depth=depth,
+                lane=lane,
+                parent_lane=parent_lane,
+                passing=passing,
+                has_children=bool(kids),
+                child_ids=[k.id for k in kids],
+                is_root=parent_lane is None,
+                is_head=node.id == head_id,
+                on_head_path=node.id in head_path,
+            )
+        )
+        for kid in reversed(kids):
+            stack.append((kid, depth + 1, lane))
+
+
+def _is_last_child(node: Node, children, placed: set[str]) -> bool:
+    siblings = children.get(node.parent_id, [])
+    return all(s.id in placed for s in siblings if s.id != node.id)
+
+
+def _free_lane(lanes: list[str | None]) -> int:
+    for i, owner in enumerate(lanes):
+        if owner is None:
+            lanes[i] = "reserved"
+            return i
+    lanes.append("reserved")
+    return len(lanes) - 1
+
+
+def fold_straight_runs(layout: Layout, keep: set[str], min_run: int = 8) -> list[Row | Fold]:
+    """Fold stretches of plain turns in a straight line, keeping each stretch's ends in view.
+
+    A turn is plain when it has one child, continues its parent's lane and is not in `keep`
+    (the caller's turns worth seeing: root, head, failures, compactions, the selection...).
+    """
+    out: list[Row | Fold] = []
+    run: list[Row] = []
+
+    def flush():
+        if len(run) >= min_run:
+            out.append(run[0])
+            middle = run[1:-1]
+            out.append(Fold(rows=middle, lane=middle[0].lane, passing=middle[0].passing))
+            out.append(run[-1])
+        else:
+            out.extend(run)
+        run.clear()
+
+    for row in layout.rows:
+        plain = (
+            len(row.child_ids) == 1
+            and not row.is_root
+            and not row.branches_out
+            and row.node.id not in keep
+        )
+        continues_run = plain and run and run[-1].child_ids == [row.node.id]
+        if continues_run or (plain and not run):
+            run.append(row)
+            continue
+        flush()
+        if plain:
+            run.append(row)
+        else:
+            out.append(row)
+    flush()
+    return out

@@ -1,0 +1,148 @@
+"""One turn: its messages and tool calls, with big payloads cut to a preview loaded in SQL."""
+
+from dataclasses import dataclass, field
+
+from django.db import connections
+
+from ledgerweb import sqlite
+from ledgerweb.db import LEDGER
+from ledgerweb.text import PREVIEW_CHARS, JsonText, render_markdown, show_json
+from sessions.kinds import children_prefix
+
+
+@dataclass
+class MessageView:
+    id: str
+    role: str
+    sequence: object
+    created_at: object
+    content: str  # at most PREVIEW_CHARS characters
+    length: int
+
+    @property
+    def truncated(self) -> bool:
+        return self.length > len(self.content)
+
+    @property
+    def html(self) -> str:
+        return render_markdown(self.content)
+
+
+@dataclass
+class ToolCallView:
+    id: str
+    tool_name: str
+    status: str
+    started_at: object
+    completed_at: object
+    sequence: object
+    error: str | None
+    parameters: JsonText
+    result: JsonText
+    child_session_id: str | None = None
+
+    @property
+    def duration_ms(self) -> int | None:
+        if isinstance(self.started_at, int) and isinstance(self.completed_at, int):
+            return self.completed_at - self.started_at
+        return None
+
+
+@dataclass
+class TurnDetail:
+    messages: list[MessageView]
+    tool_calls: list[ToolCallView]
+    children: list[str]
+    request_ids: list[str]
+    problems: list[str] = field(default_factory=list)
+
+
+def _rows(sql: str, params) -> list[tuple]:
+    with connections[LEDGER].cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def load_turn_detail(session_id: str, turn_id: str) -> TurnDetail:
+    messages = [
+        MessageView(*row)
+        for row in _rows(
+            """SELECT id, role, sequence, created_at, substr(content, 1, %s), length(content)
+               FROM messages WHERE turn_id = %s ORDER BY sequence, created_at, id""",
+            [PREVIEW_CHARS, turn_id],
+        )
+    ]
+    calls = []
+    for row in _rows(
+        """SELECT id, tool_name, status, started_at, completed_at, sequence, error,
+                  substr(parameters, 1, %s), length(parameters), substr(result, 1, %s),
+                  length(result)
+           FROM tool_calls WHERE turn_id = %s ORDER BY sequence, started_at, id""",
+        [PREVIEW_CHARS, PREVIEW_CHARS, turn_id],
+    ):
+        *head, params, params_len, result, result_len = row
+        calls.append(
+            ToolCallView(
+                *head,
+                parameters=show_json(params, total_chars=params_len),
+                result=show_json(result, total_chars=result_len),
+            )
+        )
+    _link_subagents(session_id, calls)
+    children = [
+        r[0]
+        for r in _rows(
+            "SELECT id FROM turns WHERE parent_turn_id = %s ORDER BY started_at, id", [turn_id]
+        )
+    ]
+    request_ids = []
+    if "nexus_requests" in sqlite.table_names():
+        request_ids = [
+            r[0]
+            for r in _rows(
+                "SELECT id FROM nexus_requests WHERE turn_id = %s ORDER BY started_at LIMIT 20",
+                [turn_id],
+            )
+        ]
+    detail = TurnDetail(messages, calls, children, request_ids)
+    detail.problems = _sequence_problems(messages, calls)
+    return detail
+
+
+def _link_subagents(session_id: str, calls: list[ToolCallView]) -> None:
+    """Tool calls that spawned a subagent session: routing key subagent:<session>:<call id>."""
+    low, high = children_prefix("subagent", session_id)
+    by_call = {c.id: c for c in calls}
+    if not by_call:
+        return
+    for child_id, routing_key in _rows(
+        "SELECT id, routing_key FROM sessions WHERE routing_key >= %s AND routing_key < %s",
+        [low, high],
+    ):
+        call = by_call.get(routing_key[len(low) :])
+        if call:
+            call.child_session_id = child_id
+
+
+def _sequence_problems(messages, calls) -> list[str]:
+    problems = []
+    for kind, items in (("message", messages), ("tool call", calls)):
+        seen = [i.sequence for i in items]
+        dupes = sorted({s for s in seen if seen.count(s) > 1}, key=str)
+        if dupes:
+            problems.append(f"{kind} sequence numbers repeat: {', '.join(map(str, dupes))}")
+    return problems
+
+
+def load_payload(turn_id: str, kind: str, item_id: str) -> str | None:
+    """The whole text of one big payload, for "load all"."""
+    columns = {
+        "message": ("messages", "content"),
+        "parameters": ("tool_calls", "parameters"),
+        "result": ("tool_calls", "result"),
+    }
+    if kind not in columns:
+        return None
+    table, column = columns[kind]
+    rows = _rows(f"SELECT {column} FROM {table} WHERE id = %s AND turn_id = %s", [item_id, turn_id])
+    return rows[0][0] if rows else None

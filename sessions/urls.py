@@ -1,0 +1,22 @@
+from django.urls import path, register_converter
+
+from ledgerweb.converters import LedgerIdConverter
+from sessions import views
+
+register_converter(LedgerIdConverter, "id")
+
+app_name = "sessions"
+urlpatterns = [
+    path("", views.session_list, name="list"),
+    path("<id:session_id>/", views.session_detail, name="detail"),
+    path("<id:session_id>/compare/", views.compare, name="compare"),
+    path("<id:session_id>/turns/<id:turn_id>/", views.turn_detail, name="turn"),
+    path("<id:session_id>/turns/<id:turn_id>/thread/", views.thread, name="thread"),
+    path("<id:session_id>/turns/<id:turn_id>/fork/", views.fork, name="fork"),
+    path("<id:session_id>/turns/<id:turn_id>/export.json", views.export, name="export"),
+    path(
+        "<id:session_id>/turns/<id:turn_id>/payload/<str:kind>/<id:item_id>/",
+        views.payload,
+        name="payload",
+    ),
+]

@@ -1,0 +1,190 @@
+from dataclasses import asdict
+
+from django.contrib import messages as flash
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from ledgerweb import sqlite
+from ledgerweb.text import show_json
+from sessions import compare as comparing
+from sessions import export as exporting
+from sessions import forking, json_twins
+from sessions.detail import load_tree
+from sessions.kinds import KINDS
+from sessions.listing import SessionFilters, session_page
+from sessions.models import Session
+from sessions.page import tree_items
+from sessions.thread import load_thread
+from sessions.turn_detail import load_payload, load_turn_detail
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return request.GET.get("format") == "json"
+
+
+def _get_session(session_id: str) -> Session:
+    session = Session.objects.filter(id=session_id).first()
+    if session is None:
+        raise Http404(f"No session {session_id!r} in this ledger")
+    return session
+
+
+@require_GET
+def session_list(request: HttpRequest) -> HttpResponse:
+    filters = SessionFilters.from_query(request.GET)
+    page = session_page(filters)
+    if _wants_json(request):
+        return JsonResponse(json_twins.session_list(filters, page))
+    ctx = {
+        "filters": filters,
+        "page": page,
+        "personas": sqlite.distinct_values("sessions", "persona", limit=100),
+        "channels": [
+            c
+            for c in sqlite.distinct_prefixes("sessions", "routing_key", limit=100)
+            if c not in ("subagent", "fork")
+        ],
+        "statuses": ["active", "archived", "deleted", "all"],
+        "kinds": KINDS,
+    }
+    template = "sessions/list.html"
+    if request.htmx and request.GET.get("after"):
+        template += "#rows"  # "load more" appends rows
+    elif request.htmx:
+        template += "#results"
+    return render(request, template, ctx)
+
+
+def _session_context(request: HttpRequest, session: Session, selected_id: str | None) -> dict:
+    session_tree = load_tree(session)
+    selected_id = selected_id or session.current_turn_id
+    if selected_id not in session_tree.layout.by_id:
+        selected_id = session_tree.layout.rows[0].node.id if session_tree.layout.rows else None
+    unfold = request.GET.get("unfold") == "all"
+    return {
+        "session": session,
+        "tree": session_tree,
+        "items": tree_items(session_tree, selected_id, unfold=unfold),
+        "selected_id": selected_id,
+        "unfold": unfold,
+    }
+
+
+@require_GET
+def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
+    session = _get_session(session_id)
+    ctx = _session_context(request, session, None)
+    if _wants_json(request):
+        return JsonResponse(json_twins.session_detail(ctx["tree"]))
+    if ctx["selected_id"]:
+        ctx |= _turn_context(session, ctx["tree"].turns[ctx["selected_id"]].id, ctx["tree"])
+    template = "sessions/detail.html"
+    if request.htmx and request.htmx.target == "tree":
+        template += "#tree"
+    return render(request, template, ctx)
+
+
+def _turn_context(session: Session, turn_id: str, session_tree=None) -> dict:
+    detail = load_turn_detail(session.id, turn_id)
+    info = session_tree.turns.get(turn_id) if session_tree else None
+    return {"turn": info, "detail": detail, "turn_id": turn_id}
+
+
+@require_GET
+def turn_detail(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
+    session = _get_session(session_id)
+    if request.htmx and not request.htmx.history_restore_request:
+        # The panel beside the tree: the tree is already on the page.
+        from sessions.detail import turn_info
+
+        info = turn_info(turn_id)
+        if info is None:
+            raise Http404(f"No turn {turn_id!r}")
+        ctx = {"session": session, "turn": info, "turn_id": turn_id}
+        ctx["detail"] = load_turn_detail(session.id, turn_id)
+        return render(request, "sessions/detail.html#panel", ctx)
+    ctx = _session_context(request, session, turn_id)
+    if turn_id not in ctx["tree"].turns:
+        raise Http404(f"No turn {turn_id!r} in session {session_id!r}")
+    ctx |= _turn_context(session, turn_id, ctx["tree"])
+    if _wants_json(request):
+        return JsonResponse(json_twins.turn(ctx["turn"], ctx["detail"]))
+    return render(request, "sessions/detail.html", ctx)
+
+
+@require_GET
+def payload(request: HttpRequest, session_id: str, turn_id: str, kind: str, item_id: str):
+    text = load_payload(turn_id, kind, item_id)
+    if text is None:
+        raise Http404("No such payload")
+    ctx = {"kind": kind}
+    if kind == "message":
+        ctx["text"] = text
+    else:
+        ctx["json"] = show_json(text)
+    return render(request, "sessions/payload.html", ctx)
+
+
+@require_GET
+def thread(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
+    session = _get_session(session_id)
+    the_thread = load_thread(turn_id)
+    if the_thread is None:
+        raise Http404(f"No turn {turn_id!r}")
+    if _wants_json(request):
+        return JsonResponse(json_twins.thread(the_thread))
+    ctx = {
+        "session": session,
+        "thread": the_thread,
+        "can_fork": request.user.has_perm("conversations.fork_session"),
+        "turn_id": turn_id,
+    }
+    return render(request, "sessions/thread.html", ctx)
+
+
+@require_POST
+def fork(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
+    if not request.user.has_perm("conversations.fork_session"):
+        raise PermissionDenied("Only operators can fork sessions.")
+    origin = _get_session(session_id)
+    label = request.POST.get("label", "").strip()
+    if not label:
+        flash.error(request, "Give the fork a label so you can find it again.")
+        return redirect("sessions:thread", session_id=session_id, turn_id=turn_id)
+    try:
+        new = forking.fork_session(origin, turn_id, label)
+    except forking.ForkError as error:
+        flash.error(request, str(error))
+        return redirect("sessions:thread", session_id=session_id, turn_id=turn_id)
+    flash.success(request, f"Forked “{label}” from turn {turn_id}.")
+    return redirect("sessions:detail", session_id=new.id)
+
+
+@require_GET
+def export(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
+    session = _get_session(session_id)
+    the_thread = load_thread(turn_id, full_text=True)
+    if the_thread is None:
+        raise Http404(f"No turn {turn_id!r}")
+    response = JsonResponse(
+        exporting.transcript(session, the_thread), json_dumps_params={"indent": 2}
+    )
+    if request.GET.get("download"):
+        response["Content-Disposition"] = f'attachment; filename="thread-{turn_id}.json"'
+    return response
+
+
+@require_GET
+def compare(request: HttpRequest, session_id: str) -> HttpResponse:
+    session = _get_session(session_id)
+    a, b = request.GET.get("a", ""), request.GET.get("b", "")
+    result = comparing.compare(a, b) if a and b else None
+    if _wants_json(request):
+        if result is None:
+            return JsonResponse({"error": "choose two turns: ?a=<turn id>&b=<turn id>"}, status=400)
+        return JsonResponse(asdict(result), safe=False)
+    return render(
+        request, "sessions/compare.html", {"session": session, "a": a, "b": b, "result": result}
+    )

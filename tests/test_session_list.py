@@ -1,0 +1,137 @@
+"""/sessions/: search, filters in the query string, keyset pages, capped counts, JSON twin."""
+
+import pytest
+from builders import LEDGER_DB, T0, parse_fragment, parse_html
+from django.db import connections
+
+from ledgerweb.db import LEDGER
+from sessions.listing import PAGE_SIZE
+
+pytestmark = LEDGER_DB
+DAY = 86_400_000
+
+
+def listed(client, query="") -> list[str]:
+    data = client.get(f"/sessions/?format=json&{query}").json()
+    return [s["id"] for s in data["sessions"]]
+
+
+@pytest.fixture
+def sessions(ledger):
+    mom = ledger.session(id="S-mom", label="Mom - General", updated_at=T0 + 5 * DAY)
+    ledger.session(
+        id="S-work",
+        label="Alex - work",
+        routing_key="gmail:alex@example.com:inbox",
+        updated_at=T0 + 4 * DAY,
+        created_at=T0 + 3 * DAY,
+    )
+    ledger.session(id="S-old", label="Old trip", status="archived", updated_at=T0 + 3 * DAY)
+    ledger.session(
+        id="S-code",
+        persona="echo",
+        label=None,
+        routing_key="cursor:ledgerweb:1",
+        updated_at=T0 + 2 * DAY,
+        created_at=T0 + 4 * DAY,
+    )
+    ledger.session(id="S-fork", label="Retry", routing_key="fork:S-mom:S-fork", updated_at=T0 + DAY)
+    ledger.session(
+        id="S-sub",
+        label="Find callers",
+        routing_key="subagent:S-code:toolu_1",
+        persona="echo",
+        updated_at=T0,
+    )
+    return mom
+
+
+def test_archived_sessions_are_hidden_unless_asked_for(viewer_client, sessions):
+    assert "S-old" not in listed(viewer_client)
+    assert listed(viewer_client, "status=archived") == ["S-old"]
+    assert "S-old" in listed(viewer_client, "status=all")
+
+
+def test_sessions_come_newest_activity_first_or_by_creation(viewer_client, sessions):
+    assert listed(viewer_client) == ["S-mom", "S-work", "S-code", "S-fork", "S-sub"]
+    assert listed(viewer_client, "sort=created")[:2] == ["S-code", "S-work"]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("q=mom", ["S-mom", "S-fork"]),  # the fork's routing key names S-mom
+        ("q=S-wo", ["S-work"]),
+        ("q=ledgerweb", ["S-code"]),
+        ("persona=echo", ["S-code", "S-sub"]),
+        ("channel=gmail", ["S-work"]),
+        ("kind=fork", ["S-fork"]),
+        ("kind=subagent", ["S-sub"]),
+        ("kind=main", ["S-mom", "S-work", "S-code"]),
+        ("since=2025-11-28&until=2025-11-29", ["S-mom", "S-work"]),
+    ],
+)
+def test_each_filter_narrows_the_list(viewer_client, sessions, query, expected):
+    assert listed(viewer_client, query) == expected
+
+
+def test_a_bad_filter_value_is_explained_not_an_error(viewer_client, sessions):
+    response = viewer_client.get("/sessions/?since=yesterday&kind=robot&sort=size")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "&#x27;yesterday&#x27; is not a date" in page
+    assert "unknown kind" in page and "unknown sort" in page
+
+
+def test_rows_show_turns_branches_and_the_heads_question(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    root = ledger.turn(s)
+    left = ledger.turn(s, root)
+    right = ledger.turn(s, root)
+    ledger.message(right, 1, content="Book the 7am instead\nand tell Dad")
+    ledger.set_head(s, root, right)
+    row = viewer_client.get("/sessions/?format=json").json()["sessions"][0]
+    assert (row["turns"], row["branches"], row["hint"]) == (3, 2, "Book the 7am instead")
+    assert left  # a second leaf
+
+
+def test_pages_follow_a_keyset_cursor_without_gaps_or_repeats(viewer_client, ledger):
+    for i in range(PAGE_SIZE + 7):
+        ledger.session(id=f"S{i:03d}", updated_at=T0 + (i // 3))  # ties on updated_at
+    first = viewer_client.get("/sessions/?format=json").json()
+    second = viewer_client.get(f"/sessions/?format=json&after={first['next']}").json()
+    ids = [s["id"] for s in first["sessions"] + second["sessions"]]
+    assert len(first["sessions"]) == PAGE_SIZE and second["next"] is None
+    assert sorted(ids) == sorted(f"S{i:03d}" for i in range(PAGE_SIZE + 7))
+
+
+def test_htmx_filtering_returns_only_the_results_fragment(viewer_client, sessions):
+    response = viewer_client.get("/sessions/?persona=echo", headers={"HX-Request": "true"})
+    body = response.content.decode()
+    assert "<html" not in body and 'id="rows"' in body and "S-code" in body
+    parse_fragment(body)
+
+
+def test_html_and_json_list_the_same_sessions(viewer_client, sessions):
+    html = viewer_client.get("/sessions/?persona=atlas").content.decode()
+    for session_id in listed(viewer_client, "persona=atlas"):
+        assert f"/sessions/{session_id}/" in html
+
+
+def test_the_list_page_runs_a_bounded_number_of_queries(
+    viewer_client, ledger, django_assert_max_num_queries
+):
+    for i in range(60):
+        s = ledger.session(id=f"S{i}")
+        t = ledger.turn(s)
+        ledger.message(t, 1)
+        ledger.set_head(s, t, t)
+    with django_assert_max_num_queries(8, connection=connections[LEDGER]):
+        viewer_client.get("/sessions/")
+
+
+def test_labels_with_markup_are_escaped(viewer_client, ledger):
+    ledger.session(label="<script>alert(1)</script>", routing_key="<b>x</b>:y")
+    page = viewer_client.get("/sessions/").content.decode()
+    assert "<script>alert(1)" not in page and "&lt;script&gt;" in page
+    parse_html(page)

@@ -1,0 +1,235 @@
+"""/sessions/<id>/: header, totals, related sessions, the turn tree, and bad data shown in place."""
+
+import pytest
+from builders import LEDGER_DB, T0, parse_fragment, parse_html
+from django.db import connections
+from django.urls import reverse
+
+from ledgerweb.db import LEDGER
+
+pytestmark = LEDGER_DB
+
+
+@pytest.fixture
+def forked(ledger):
+    """The mockup's session: a failed side branch, a compaction, and the head on the main line."""
+    s = ledger.session(id="S1", label="Mom - General")
+    root = ledger.turn(s, id="T-root", started_at=T0)
+    ledger.message(root, 1, content="Can you keep an eye on my inbox while I travel?")
+    a = ledger.turn(s, root, id="T-a", started_at=T0 + 1)
+    failed = ledger.turn(s, a, id="T-failed", status="failed", started_at=T0 + 2)
+    ledger.message(failed, 1, content="Book the 7am instead and tell Dad")
+    ledger.tool_call(failed, 1, status="failed", error="calendar API 503", result=None)
+    compaction = ledger.turn(s, a, id="T-compact", started_at=T0 + 3, model="claude-haiku-4-5")
+    ledger.conn.execute(
+        "INSERT INTO compactions (turn_id, summary, summarized_turn_ids, kept_turn_ids,"
+        " created_at) VALUES (?, ?, ?, ?, ?)",
+        ("T-compact", "Summary of 21 turns: travel plans", '["T-root"]', '["T-a"]', T0),
+    )
+    head = ledger.turn(s, compaction, id="T-head", status="streaming", started_at=T0 + 4)
+    ledger.message(head, 1, content="What's the 2FA code from Amazon?")
+    ledger.tool_call(head, 1)
+    ledger.set_head(s, root, head)
+    return s
+
+
+def detail(client, session_id="S1", query=""):
+    return client.get(f"/sessions/{session_id}/?format=json{query}").json()
+
+
+def test_the_header_totals_count_the_whole_tree(viewer_client, forked):
+    totals = detail(viewer_client)["totals"]
+    assert totals == {
+        "turns": 5,
+        "branches": 2,
+        "tokens": 5 * 1337,
+        "tool_calls": 2,
+        "failed_turns": 1,
+        "compactions": 1,
+    }
+
+
+def test_the_tree_marks_root_head_leaves_failures_and_compactions(viewer_client, forked):
+    page = viewer_client.get("/sessions/S1/").content.decode()
+    parse_html(page)
+    for mark in (
+        "mark-root",
+        "mark-head",
+        "mark-leaf",
+        "mark-failed",
+        "mark-compaction",
+        "mark-streaming",
+    ):
+        assert mark in page, mark
+    assert "Summary of 21 turns: travel plans" in page
+    turns = {t["id"]: t for t in detail(viewer_client)["turns"]}
+    assert turns["T-failed"]["lane"] == 1 and turns["T-head"]["lane"] == 0
+    assert turns["T-head"]["is_head"] and turns["T-failed"]["is_leaf"]
+
+
+def test_the_heads_turn_is_open_in_the_panel_by_default(viewer_client, forked):
+    page = viewer_client.get("/sessions/S1/").content.decode()
+    assert "Turn <code>T-head</code>" in page
+    assert "What&#x27;s the 2FA code from Amazon?" in page
+
+
+def test_a_long_straight_session_folds_and_unfolds(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    parent = root = ledger.turn(s, id="T0")
+    for i in range(1, 40):
+        parent = ledger.turn(s, parent, id=f"T{i}", started_at=T0 + i)
+    ledger.set_head(s, root, parent)
+    folded = viewer_client.get("/sessions/S1/").content.decode()
+    assert "36 turns in a straight line" in folded
+    assert folded.count('class="tree-row') == 5  # root, first of the stretch, fold, last, head
+    unfolded = viewer_client.get("/sessions/S1/?unfold=all").content.decode()
+    assert unfolded.count('class="tree-row') == 40
+
+
+def test_rows_carry_their_keyboard_neighbours(viewer_client, forked):
+    page = viewer_client.get("/sessions/S1/?unfold=all").content.decode()
+    assert 'data-turn="T-failed" data-parent="T-a" data-child="" data-sibling="T-compact"' in page
+    assert 'data-turn="T-a" data-parent="T-root" data-child="T-failed"' in page
+
+
+def test_the_tree_partial_for_htmx_is_a_fragment(viewer_client, forked):
+    response = viewer_client.get(
+        "/sessions/S1/?unfold=all", headers={"HX-Request": "true", "HX-Target": "tree"}
+    )
+    body = response.content.decode()
+    assert "<html" not in body and "T-failed" in body
+    parse_fragment(body)
+
+
+def test_a_subagent_session_links_to_its_parent_and_spawning_tool_call(viewer_client, ledger):
+    parent = ledger.session(id="P1", label="Refactor")
+    turn = ledger.turn(parent, id="PT1")
+    call = ledger.tool_call(turn, 1, id="toolu_9", tool_name="Task")
+    ledger.session(id="C1", label="Find callers", routing_key=f"subagent:P1:{call['id']}")
+    page = viewer_client.get("/sessions/C1/").content.decode()
+    assert 'href="/sessions/P1/"' in page
+    assert 'href="/sessions/P1/turns/PT1/#call-toolu_9"' in page
+    parent_page = viewer_client.get("/sessions/P1/").content.decode()
+    assert 'href="/sessions/C1/"' in parent_page  # listed as a child session
+
+
+def test_a_fork_session_shows_the_inherited_thread_above_its_own_turns(viewer_client, ledger):
+    origin = ledger.session(id="O1", label="Origin")
+    root = ledger.turn(origin, id="OT1")
+    fork_point = ledger.turn(origin, root, id="OT2")
+    ledger.turn(origin, fork_point, id="OT3")
+    fork = ledger.session(id="F1", label="Retry", routing_key="fork:O1:F1")
+    own = ledger.turn(fork, fork_point, id="FT1")
+    ledger.set_head(fork, root, own)
+    data = detail(viewer_client, "F1")
+    assert [t["id"] for t in data["turns"]] == ["OT1", "OT2", "FT1"]
+    assert [t["inherited"] for t in data["turns"]] == [True, True, False]
+    assert data["totals"]["turns"] == 1
+    assert data["problems"] == []
+    assert data["parent_session"]["id"] == "O1"
+
+
+def test_a_fresh_fork_shows_its_fork_point_as_head(viewer_client, ledger):
+    origin = ledger.session(id="O1")
+    root = ledger.turn(origin, id="OT1")
+    point = ledger.turn(origin, root, id="OT2")
+    ledger.turn(origin, point, id="OT3")
+    fork = ledger.session(id="F1", routing_key="fork:O1:F1")
+    ledger.set_head(fork, root, point)
+    data = detail(viewer_client, "F1")
+    assert [t["id"] for t in data["turns"]] == ["OT1", "OT2"]
+    assert data["turns"][-1]["is_head"] and data["problems"] == []
+
+
+# -- Bad data -------------------------------------------------------------------------------------
+
+
+def problems_of(client, session_id="S1") -> list[str]:
+    return [p["message"] for p in detail(client, session_id)["problems"]]
+
+
+def test_a_cycle_is_shown_as_a_problem_and_the_page_renders(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    ledger.turn(s, id="A", parent_turn_id="B")
+    ledger.turn(s, id="B", parent_turn_id="A")
+    response = viewer_client.get("/sessions/S1/")
+    assert response.status_code == 200
+    assert "loops back on itself" in response.content.decode()
+    assert "parent chain loops back on itself (a cycle)" in problems_of(viewer_client)
+
+
+def test_a_missing_parent_is_reported_on_the_turn(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    ledger.turn(s, id="T1", parent_turn_id="nowhere")
+    assert problems_of(viewer_client) == [
+        "its parent turn nowhere does not exist",
+        "the session has no head (current_turn_id is empty)",
+    ]
+
+
+def test_a_head_that_does_not_exist_is_reported(viewer_client, ledger):
+    s = ledger.session(id="S1", current_turn_id="ghost")
+    ledger.turn(s, id="T1")
+    assert "the session head points to a turn that does not exist" in problems_of(viewer_client)
+
+
+def test_a_head_that_is_not_a_leaf_is_reported(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    root = ledger.turn(s, id="R1")
+    ledger.turn(s, root, id="C1")
+    ledger.set_head(s, root, root)
+    assert "the session head is not a leaf: it has later turns" in problems_of(viewer_client)
+
+
+def test_unknown_statuses_and_junk_numbers_are_shown_not_fatal(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(
+        s, id="T1", status="exploded", total_tokens="lots", started_at="noon", completed_at=None
+    )
+    ledger.set_head(s, t, t)
+    response = viewer_client.get("/sessions/S1/")
+    assert response.status_code == 200
+    assert "unknown turn status &#x27;exploded&#x27;" in response.content.decode()
+
+
+def test_html_in_every_field_of_the_tree_is_escaped(viewer_client, ledger):
+    evil = '<img src=x onerror="alert(1)">'
+    s = ledger.session(id="S1", label=evil, persona=evil, routing_key=f"{evil}:x")
+    t = ledger.turn(s, id="T1", model=evil)
+    ledger.message(t, 1, content=evil)
+    ledger.tool_call(t, 1, tool_name=evil, parameters=evil, result=evil, error=evil)
+    ledger.set_head(s, t, t)
+    page = viewer_client.get("/sessions/S1/").content.decode()
+    assert "<img src=x" not in page
+    parse_html(page)
+
+
+def test_an_unknown_session_is_a_clear_404(viewer_client):
+    response = viewer_client.get("/sessions/nope/")
+    assert response.status_code == 404
+
+
+def test_ids_with_slashes_and_percent_signs_round_trip_through_urls(viewer_client, ledger):
+    s = ledger.session(id="imported/2024 50%")
+    t = ledger.turn(s, id="turn/1")
+    ledger.set_head(s, t, t)
+    assert viewer_client.get("/sessions/").status_code == 200
+    url = reverse("sessions:detail", args=["imported/2024 50%"])
+    assert url == "/sessions/imported%252F2024%252050%2525/"
+    page = viewer_client.get(url)
+    assert page.status_code == 200
+    assert f'href="{url}turns/turn%252F1/"' in page.content.decode()
+
+
+def test_the_session_page_runs_a_bounded_number_of_queries_whatever_its_size(
+    viewer_client, ledger, django_assert_max_num_queries
+):
+    s = ledger.session(id="S1")
+    parent = root = ledger.turn(s, id="T0")
+    for i in range(1, 300):
+        parent = ledger.turn(s, parent if i % 7 else root, id=f"T{i}", started_at=T0 + i)
+        ledger.message(parent, 1)
+        ledger.tool_call(parent, 1)
+    ledger.set_head(s, root, parent)
+    with django_assert_max_num_queries(14, connection=connections[LEDGER]):
+        assert viewer_client.get("/sessions/S1/").status_code == 200

@@ -1,0 +1,255 @@
+"""The turn panel, the thread and fork point, the fork itself, the export and the comparison."""
+
+import json
+
+import pytest
+from builders import LEDGER_DB, T0, parse_fragment, parse_html
+from django.db import connections
+
+from ledgerweb.db import LEDGER
+from ledgerweb.text import PREVIEW_CHARS
+from sessions.models import Session
+
+pytestmark = LEDGER_DB
+
+
+@pytest.fixture
+def convo(ledger):
+    s = ledger.session(id="S1", label="Mom - General")
+    root = ledger.turn(
+        s, id="T1", started_at=T0, prompt_tokens=1000, completion_tokens=100, total_tokens=1100
+    )
+    ledger.message(root, 1, content="Can you watch my inbox?")
+    ledger.message(root, 2, role="assistant", content="Sure — **watching** it.")
+    mid = ledger.turn(
+        s,
+        root,
+        id="T2",
+        started_at=T0 + 10,
+        prompt_tokens=2000,
+        completion_tokens=200,
+        total_tokens=2200,
+    )
+    ledger.message(mid, 1, content="What's the 2FA code from Amazon?")
+    ledger.tool_call(
+        mid,
+        1,
+        id="C1",
+        parameters='{"action": "search"}',
+        result='{"messages": [{"subject": "847291 is your code"}]}',
+    )
+    ledger.tool_call(mid, 2, id="C2", status="failed", result=None, error="gmail: 401 expired")
+    ledger.message(mid, 2, role="assistant", content="The code is 847291.")
+    alt = ledger.turn(s, root, id="T2b", started_at=T0 + 20, total_tokens=900)
+    ledger.message(alt, 1, content="never mind")
+    ledger.set_head(s, root, mid)
+    ledger.request(id="R1", turn_id="T2")
+    return s
+
+
+def test_the_panel_shows_messages_tool_calls_and_links(viewer_client, convo):
+    page = viewer_client.get("/sessions/S1/turns/T2/").content.decode()
+    parse_html(page)
+    assert "What&#x27;s the 2FA code from Amazon?" in page
+    assert "&quot;subject&quot;: &quot;847291 is your code&quot;" in page  # pretty JSON, escaped
+    assert "gmail: 401 expired" in page
+    assert 'href="/sessions/S1/turns/T1/"' in page  # parent
+    assert "R1" in page  # the pipeline request that ran it
+    assert 'href="/sessions/S1/turns/T2/thread/"' in page
+
+
+def test_the_panel_for_htmx_is_a_fragment_without_the_tree(viewer_client, convo):
+    response = viewer_client.get("/sessions/S1/turns/T2/", headers={"HX-Request": "true"})
+    body = response.content.decode()
+    assert "<html" not in body and "Turn tree" not in body and "The code is 847291." in body
+    parse_fragment(body)
+
+
+def test_markdown_is_rendered_and_script_is_not(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    ledger.message(
+        t,
+        1,
+        role="assistant",
+        content="**bold** [x](javascript:alert(1)) <script>alert(2)</script>\n\n```\ncode\n```",
+    )
+    ledger.set_head(s, t, t)
+    page = viewer_client.get("/sessions/S1/turns/T1/").content.decode()
+    assert "<strong>bold</strong>" in page
+    assert "<pre><code>code" in page
+    assert "javascript:alert" not in page.replace("[x](javascript:alert(1))", "")
+    assert "<script>alert(2)" not in page
+
+
+def test_invalid_json_is_shown_raw_with_a_warning(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    ledger.tool_call(t, 1, parameters="{'single': quotes}", result="[1, 2,")
+    ledger.set_head(s, t, t)
+    data = viewer_client.get("/sessions/S1/turns/T1/?format=json").json()
+    call = data["tool_calls"][0]
+    assert call["parameters"]["valid"] is False and call["result"]["valid"] is False
+    assert call["parameters"]["text"] == "{'single': quotes}"
+    page = viewer_client.get("/sessions/S1/turns/T1/").content.decode()
+    assert page.count("not valid JSON") == 2
+
+
+def test_huge_payloads_are_cut_and_load_in_full_on_demand(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    big = json.dumps({"rows": ["x" * 100] * 100_000})  # about 10 MB
+    ledger.tool_call(t, 1, id="C-big", result=big)
+    ledger.message(t, 1, id="M-big", content="y" * (PREVIEW_CHARS + 10))
+    ledger.set_head(s, t, t)
+    data = viewer_client.get("/sessions/S1/turns/T1/?format=json").json()
+    result = data["tool_calls"][0]["result"]
+    assert result["truncated"] and len(result["text"]) == PREVIEW_CHARS
+    assert result["total_chars"] == len(big)
+    assert data["messages"][0]["truncated"]
+    full = viewer_client.get("/sessions/S1/turns/T1/payload/result/C-big/").content.decode()
+    assert full.count("x" * 100) == 100_000
+    message = viewer_client.get("/sessions/S1/turns/T1/payload/message/M-big/").content.decode()
+    assert "y" * (PREVIEW_CHARS + 10) in message
+
+
+def test_duplicate_sequence_numbers_are_reported(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    ledger.message(t, 1)
+    ledger.message(t, 1, role="assistant", content="same sequence")
+    ledger.set_head(s, t, t)
+    page = viewer_client.get("/sessions/S1/turns/T1/").content.decode()
+    assert "message sequence numbers repeat: 1" in page
+
+
+def test_a_task_tool_call_links_to_the_subagent_it_spawned(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    ledger.tool_call(t, 1, id="toolu_7", tool_name="Task")
+    ledger.session(id="CHILD", routing_key="subagent:S1:toolu_7")
+    ledger.set_head(s, t, t)
+    data = viewer_client.get("/sessions/S1/turns/T1/?format=json").json()
+    assert data["tool_calls"][0]["child_session_id"] == "CHILD"
+    assert 'href="/sessions/CHILD/"' in viewer_client.get("/sessions/S1/turns/T1/").content.decode()
+
+
+def test_the_panel_with_600_tool_calls_runs_a_bounded_number_of_queries(
+    viewer_client, ledger, django_assert_max_num_queries
+):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    for i in range(600):
+        ledger.tool_call(t, i + 1)
+    ledger.set_head(s, t, t)
+    with django_assert_max_num_queries(16, connection=connections[LEDGER]):
+        response = viewer_client.get("/sessions/S1/turns/T1/")
+    assert response.content.decode().count('id="call-') == 600
+
+
+# -- Thread and fork point ---------------------------------------------------------------------
+
+
+def test_the_thread_lists_ancestors_with_cumulative_tokens(viewer_client, convo):
+    data = viewer_client.get("/sessions/S1/turns/T2/thread/?format=json").json()
+    assert [s["turn"]["id"] for s in data["steps"]] == ["T1", "T2"]
+    assert [s["cumulative_tokens"] for s in data["steps"]] == [1100, 3300]
+    assert data["context_tokens"] == 2200
+    assert data["context_window"] == 200_000  # claude-sonnet-4-… from the settings table
+
+
+def test_the_thread_gauge_shows_the_share_of_the_context_window(viewer_client, convo):
+    page = viewer_client.get("/sessions/S1/turns/T2/thread/").content.decode()
+    parse_html(page)
+    assert '<meter min="0" max="200000"' in page and 'value="2200"' in page
+    assert "1% of the 200,000-token window" in page
+
+
+def test_a_compaction_on_the_path_shows_the_effective_context(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t1 = ledger.turn(s, id="T1")
+    t2 = ledger.turn(s, t1, id="T2")
+    t3 = ledger.turn(s, t2, id="T3")
+    c = ledger.turn(s, t3, id="C", model="claude-haiku-4-5")
+    ledger.conn.execute(
+        "INSERT INTO compactions (turn_id, summary, summarized_turn_ids, kept_turn_ids,"
+        " created_at) VALUES ('C', 'They planned a trip.', '[\"T1\", \"T2\"]', '[\"T3\"]', 0)"
+    )
+    after = ledger.turn(s, c, id="T4")
+    ledger.set_head(s, t1, after)
+    data = viewer_client.get("/sessions/S1/turns/T4/thread/?format=json").json()
+    assert [(s["turn"]["id"], s["in_context"]) for s in data["steps"]] == [
+        ("T1", False),
+        ("T2", False),
+        ("T3", True),
+        ("C", True),
+        ("T4", True),
+    ]
+    assert data["compaction"]["summary"] == "They planned a trip."
+
+
+def test_a_thread_through_a_broken_chain_says_where_it_breaks(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    ledger.turn(s, id="A", parent_turn_id="B")
+    ledger.turn(s, id="B", parent_turn_id="A")
+    ledger.turn(s, id="orphan", parent_turn_id="gone")
+    cyc = viewer_client.get("/sessions/S1/turns/A/thread/?format=json").json()
+    assert "loops back" in cyc["problems"][0]
+    orphan = viewer_client.get("/sessions/S1/turns/orphan/thread/?format=json").json()
+    assert "names a parent gone that does not exist" in orphan["problems"][0]
+
+
+def test_a_viewer_sees_the_fork_button_disabled_with_the_reason(viewer_client, convo):
+    page = viewer_client.get("/sessions/S1/turns/T2/thread/").content.decode()
+    assert "Only operators can fork" in page
+    assert "disabled" in page
+
+
+def test_a_viewer_cannot_fork_even_by_posting(viewer_client, convo):
+    response = viewer_client.post("/sessions/S1/turns/T1/fork/", {"label": "try"})
+    assert response.status_code == 403
+    assert Session.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_an_operator_forks_a_session_at_a_turn(client, operator, convo):
+    client.force_login(operator)
+    response = client.post("/sessions/S1/turns/T1/fork/", {"label": "Retry from the start"})
+    fork = Session.objects.exclude(id="S1").get()
+    assert response.status_code == 302 and response["Location"] == f"/sessions/{fork.id}/"
+    assert fork.routing_key == f"fork:S1:{fork.id}"
+    assert (fork.persona, fork.label, fork.status) == ("atlas", "Retry from the start", "active")
+    assert (fork.root_turn_id, fork.current_turn_id) == ("T1", "T1")
+    assert len(fork.id) == 26 and fork.created_at == fork.updated_at
+    page = client.get(response["Location"]).content.decode()
+    assert "Forked from" in page and "Retry from the start" in page
+
+
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_a_fork_needs_a_label_and_an_existing_turn(client, operator, convo):
+    client.force_login(operator)
+    client.post("/sessions/S1/turns/T1/fork/", {"label": "  "})
+    client.post("/sessions/S1/turns/ghost/fork/", {"label": "x"})
+    assert Session.objects.count() == 1
+
+
+def test_the_export_is_a_replayable_transcript(viewer_client, convo):
+    data = viewer_client.get("/sessions/S1/turns/T2/export.json").json()
+    assert data["turn_ids"] == ["T1", "T2"]
+    roles = [m["role"] for m in data["messages"]]
+    assert roles == ["user", "assistant", "user", "assistant", "tool", "tool", "assistant"]
+    call_message = data["messages"][3]
+    assert [c["function"]["name"] for c in call_message["tool_calls"]] == ["gog", "gog"]
+    assert data["messages"][4]["tool_call_id"] == "C1"
+    assert data["messages"][5]["content"] == "Error: gmail: 401 expired"
+    assert data["messages"][6]["ledger"]["turn_id"] == "T2"
+
+
+def test_compare_finds_the_fork_point_and_both_paths(viewer_client, convo):
+    data = viewer_client.get("/sessions/S1/compare/?a=T2&b=T2b&format=json").json()
+    assert data["fork_point"]["id"] == "T1"
+    assert [t["id"] for t in data["a"]["turns"]] == ["T2"]
+    assert [t["id"] for t in data["b"]["turns"]] == ["T2b"]
+    page = viewer_client.get("/sessions/S1/compare/?a=T2&b=T2b").content.decode()
+    parse_html(page)
+    assert "They share 1 turn and part after" in page
