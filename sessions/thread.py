@@ -8,7 +8,7 @@ from django.db import connections
 
 from ledgerweb import sqlite
 from ledgerweb.db import LEDGER
-from ledgerweb.text import parse_json
+from ledgerweb.text import first_line, parse_json
 from sessions.detail import TURN_COLUMNS, TurnInfo
 
 # The thread page shows message previews; the export carries whole messages.
@@ -73,18 +73,40 @@ class Thread:
         return self.steps[-1].cumulative_tokens if self.steps else 0
 
     @property
+    def measured_turn(self) -> TurnInfo | None:
+        """The latest turn of the thread with token counts (a pending head has none yet)."""
+        for step in reversed(self.steps):
+            if isinstance(step.turn.prompt_tokens, int) or isinstance(step.turn.total_tokens, int):
+                return step.turn
+        return None
+
+    @property
     def context_tokens(self) -> int | None:
-        """What the agent holds after this turn: the turn's prompt plus its answer."""
-        t = self.turn
+        """What the agent holds after the measured turn: its prompt plus its answer."""
+        t = self.measured_turn
+        if t is None:
+            return None
         if isinstance(t.prompt_tokens, int):
-            return t.prompt_tokens + (
-                t.completion_tokens if isinstance(t.completion_tokens, int) else 0
-            )
-        return t.total_tokens if isinstance(t.total_tokens, int) else None
+            completion = t.completion_tokens if isinstance(t.completion_tokens, int) else 0
+            return t.prompt_tokens + completion
+        return t.total_tokens
+
+    @property
+    def groups(self) -> list[tuple[str, list[ThreadStep]]]:
+        """Steps in order, runs of turns folded into a compaction summary grouped together."""
+        groups: list[tuple[str, list[ThreadStep]]] = []
+        for step in self.steps:
+            kind = "step" if step.in_context else "folded"
+            if kind == "folded" and groups and groups[-1][0] == "folded":
+                groups[-1][1].append(step)
+            else:
+                groups.append((kind, [step]))
+        return groups
 
     @property
     def context_window(self) -> int | None:
-        return context_window_of(self.turn.model)
+        measured = self.measured_turn
+        return context_window_of(measured.model) if measured else None
 
     @property
     def context_ratio(self) -> float | None:
@@ -169,6 +191,8 @@ def load_thread(turn_id: str, *, full_text: bool = False) -> Thread | None:
 
     steps, running = [], 0
     for turn in path:
+        first_user = next((m for m in messages.get(turn.id, []) if m.role == "user"), None)
+        turn.preview = first_line(first_user.content if first_user else "", 140)
         running += turn.total_tokens if isinstance(turn.total_tokens, int) else 0
         steps.append(ThreadStep(turn, running, messages.get(turn.id, []), calls.get(turn.id, [])))
     compaction = _latest_compaction(steps, ids_sql, ids, problems)
