@@ -166,3 +166,30 @@ def in_list(ids) -> tuple[str, list[str]]:
     (a JSON array read by json_each), so a query's text and count do not grow with the list.
     On PostgreSQL this becomes `= ANY(%s)`."""
     return "(SELECT value FROM json_each(%s))", [json.dumps(list(ids))]
+
+
+def json_array_has(column: str) -> str:
+    """SQL true when `column` is a JSON array holding the bound parameter: exact, and safe on
+    invalid JSON (json_each would abort the whole query, so it only runs on valid arrays)."""
+    return (
+        f"CASE WHEN json_valid({column}) THEN CASE WHEN json_type({column}) = 'array' THEN"
+        f" EXISTS (SELECT 1 FROM json_each({column}) WHERE value = %s) ELSE 0 END ELSE 0 END"
+    )
+
+
+def json_array_items(column: str) -> str:
+    """A table-valued source of a JSON array column's items, empty for anything else: join it
+    as `JOIN <this> AS item` and read item.value."""
+    return (
+        f"json_each(CASE WHEN json_valid({column}) AND json_type(CASE WHEN json_valid({column})"
+        f" THEN {column} END) = 'array' THEN {column} ELSE '[]' END)"
+    )
+
+
+def json_object_items(column: str) -> str:
+    """A table-valued source of a JSON object column's members (key, value, type), empty for
+    anything that is not a valid JSON object."""
+    return (
+        f"json_each(CASE WHEN json_valid({column}) AND json_type(CASE WHEN json_valid({column})"
+        f" THEN {column} END) = 'object' THEN {column} ELSE '{{}}' END)"
+    )

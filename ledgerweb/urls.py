@@ -1,8 +1,12 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, register_converter
 
 from ledgerweb import views
+from ledgerweb.converters import LedgerIdConverter
+
+# <id:…> in every app's URLs: ledger ids chosen by other programs (see converters.py).
+register_converter(LedgerIdConverter, "id")
 
 urlpatterns = [
     path("", views.overview, name="overview"),
@@ -14,5 +18,6 @@ urlpatterns = [
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("sessions/", include("sessions.urls")),
+    path("pipeline/", include("pipeline.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -122,9 +122,9 @@ def parse_html(content: bytes | str):
     return parser.parse(content)
 
 
-def parse_fragment(content: bytes | str):
-    """Parse an htmx partial strictly, as the body content it will be swapped into."""
+def parse_fragment(content: bytes | str, container: str = "div"):
+    """Parse an htmx partial strictly, as the content of the element it is swapped into."""
     import html5lib
 
     parser = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False)
-    return parser.parseFragment(content)
+    return parser.parseFragment(content, container=container)

@@ -1,3 +1,5 @@
+import json
+
 from django import template
 from django.utils import timezone
 from django.utils.formats import date_format
@@ -101,3 +103,41 @@ def low_mark(window) -> int:
 def high_mark(window) -> int:
     """Where a context gauge warns: 80 % of the window, when agents usually compact."""
     return int(window * 0.8)
+
+
+@register.filter
+def get_item(mapping, key):
+    return mapping.get(key, "") if hasattr(mapping, "get") else ""
+
+
+@register.filter
+def permille(ratio) -> str:
+    """A 0–1 fraction as a coordinate on a 0–1000 axis (waterfall SVGs)."""
+    return f"{max(0.0, min(1.0, float(ratio or 0))) * 1000:.2f}"
+
+
+@register.filter
+def permille_min(ratio) -> str:
+    """Like permille, but at least 2 units wide so a 1 ms stage is still visible."""
+    return f"{max(2.0, max(0.0, min(1.0, float(ratio or 0))) * 1000):.2f}"
+
+
+@register.filter
+def urlencode_dict(mapping) -> str:
+    from urllib.parse import urlencode
+
+    return urlencode(mapping)
+
+
+@register.filter
+def ms_local_input(value) -> str:
+    """A ledger time as the value of an <input type="datetime-local"> in the current time zone."""
+    when = ms_to_datetime(value)
+    return timezone.localtime(when).strftime("%Y-%m-%dT%H:%M") if when else ""
+
+
+@register.filter
+def figure_json(figure) -> str:
+    """A Plotly figure as JSON for a data-figure attribute (autoescaping makes it a safe
+    attribute value; the browser hands the JSON back unescaped to ledgerweb.js)."""
+    return json.dumps(figure, separators=(",", ":"), allow_nan=False, default=str)

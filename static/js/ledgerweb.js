@@ -1,18 +1,51 @@
-// ledgerweb: mounts every Plotly chart on the page, on load and after each htmx swap.
-// A chart is a <script type="application/json" class="chart-data" data-target="ID"> written by
-// Django's json_script next to <div id="ID">; plotly.js is loaded only by pages that draw charts.
+// ledgerweb: mounts every Plotly chart on the page, on load and after each htmx swap, and wires
+// the copy buttons. A chart is a <div class="chart" data-figure="{JSON}"> whose figure was built
+// on the server; plotly.js is loaded only by pages with charts.
 (function () {
   "use strict";
 
+  function themed(layout) {
+    // Charts follow the page's colours (and so the system's light or dark scheme).
+    var style = getComputedStyle(document.body);
+    var text = style.color, grid = style.getPropertyValue("--line").trim() || "#ddd";
+    layout.paper_bgcolor = "rgba(0,0,0,0)";
+    layout.plot_bgcolor = "rgba(0,0,0,0)";
+    layout.font = Object.assign({ color: text, family: style.fontFamily, size: 12 }, layout.font || {});
+    ["xaxis", "yaxis", "yaxis2"].forEach(function (axis) {
+      if (layout[axis] || axis !== "yaxis2") {
+        layout[axis] = Object.assign({ gridcolor: grid, zerolinecolor: grid, linecolor: grid }, layout[axis] || {});
+      }
+    });
+    return layout;
+  }
+
   function mountCharts(root) {
     if (!window.Plotly) return;
-    root.querySelectorAll("script.chart-data").forEach(function (node) {
-      var target = document.getElementById(node.dataset.target);
-      if (!target) return;
-      var figure = JSON.parse(node.textContent);
-      window.Plotly.react(target, figure.data || [], figure.layout || {}, figure.config || { responsive: true, displaylogo: false });
+    root.querySelectorAll("[data-figure]").forEach(function (target) {
+      var figure = JSON.parse(target.dataset.figure);
+      var config = Object.assign({ responsive: true, displaylogo: false }, figure.config || {});
+      window.Plotly.react(target, figure.data || [], themed(figure.layout || {}), config).then(function () {
+        // A bar that carries a request-list URL opens it: the chart is a way in.
+        target.removeAllListeners && target.removeAllListeners("plotly_click");
+        target.on("plotly_click", function (event) {
+          var point = event.points && event.points[0];
+          var url = point && (Array.isArray(point.customdata) ? point.customdata[0] : point.customdata);
+          if (typeof url === "string" && url.charAt(0) === "/") window.location.href = url;
+        });
+      });
     });
   }
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-copy]");
+    if (!button) return;
+    var source = document.querySelector(button.dataset.copy);
+    if (!source || !navigator.clipboard) return;
+    navigator.clipboard.writeText(source.textContent).then(function () {
+      button.textContent = "copied";
+      setTimeout(function () { button.textContent = "copy"; }, 1500);
+    });
+  });
 
   document.addEventListener("DOMContentLoaded", function () { mountCharts(document); });
   document.addEventListener("htmx:afterSettle", function (event) { mountCharts(event.target); });

@@ -1,0 +1,176 @@
+"""Everything the failed-request page shows about one nexus_requests row, in a fixed number of
+queries."""
+
+from dataclasses import dataclass, field
+
+from django.db import connections
+from django.db.models import Q
+
+from ledgerweb import sqlite
+from ledgerweb.db import LEDGER
+from ledgerweb.text import JsonText, parse_json, show_json
+from pipeline.filters import RequestFilters
+from pipeline.listing import capped
+from pipeline.models import NexusRequest
+from pipeline.signatures import signature
+from pipeline.stages import Bar, Timings, parse_timings, stage_problems, waterfall
+
+SIMILAR_CAP = 1_000
+RELATED_LIMIT = 10
+
+
+@dataclass
+class JsonList:
+    items: list
+    problem: str = ""
+
+
+def json_list(raw, name: str) -> JsonList:
+    if raw is None or raw == "":
+        return JsonList([])
+    value = parse_json(raw, default=ValueError)
+    if value is ValueError:
+        return JsonList([], f"{name} is not valid JSON: {str(raw)[:120]!r}")
+    if not isinstance(value, list):
+        return JsonList([], f"{name} is a JSON {type(value).__name__}, not an array")
+    return JsonList([v if isinstance(v, str) else str(v) for v in value])
+
+
+@dataclass
+class Hooks:
+    matched: JsonList
+    fired: JsonList
+    handled: object
+    context: JsonText
+
+    @property
+    def matched_not_fired(self) -> list[str]:
+        fired = set(self.fired.items)
+        return [h for h in self.matched.items if h not in fired]
+
+
+@dataclass
+class RequestDetail:
+    request: NexusRequest
+    timings: Timings
+    bars: list[Bar]
+    problems: list[str]
+    hooks: Hooks
+    permissions: JsonText
+    tool_names: JsonList
+    message_ids: JsonList
+    snapshot: JsonText
+    signature: str = ""
+    similar: sqlite.CappedCount | None = None
+    same_event: list[NexusRequest] = field(default_factory=list)
+    same_principal: list[NexusRequest] = field(default_factory=list)
+    same_session: list[NexusRequest] = field(default_factory=list)
+    previous_failure: str | None = None
+    next_failure: str | None = None
+    turn_session_id: str | None = None
+    turn_missing: bool = False
+
+    @property
+    def duration_ms(self):
+        r = self.request
+        if isinstance(r.started_at, int) and isinstance(r.completed_at, int):
+            return r.completed_at - r.started_at
+        return self.timings.total if self.timings.ms else None
+
+
+def load_request(request_id: str) -> RequestDetail | None:
+    r = NexusRequest.objects.filter(id=request_id).first()
+    if r is None:
+        return None
+    timings = parse_timings(r.stage_timings)
+    hooks = Hooks(
+        json_list(r.hooks_matched, "hooks_matched"),
+        json_list(r.hooks_fired, "hooks_fired"),
+        r.hooks_handled,
+        show_json(r.hooks_context),
+    )
+    detail = RequestDetail(
+        request=r,
+        timings=timings,
+        bars=waterfall(timings, stage=r.stage, status=r.status, error_stage=r.error_stage),
+        problems=stage_problems(
+            stage=r.stage, status=r.status, error_stage=r.error_stage, error_message=r.error_message
+        ),
+        hooks=hooks,
+        permissions=show_json(r.permissions),
+        tool_names=json_list(r.agent_tool_calls, "agent_tool_calls"),
+        message_ids=json_list(r.delivery_message_ids, "delivery_message_ids"),
+        snapshot=show_json(r.request_snapshot),
+    )
+    detail.problems += timings.problems
+    for json_field in (hooks.matched, hooks.fired, detail.tool_names, detail.message_ids):
+        if json_field.problem:
+            detail.problems.append(json_field.problem)
+    _add_context(detail)
+    return detail
+
+
+def _related(column: str, value, exclude_id: str) -> list[NexusRequest]:
+    if value in (None, ""):
+        return []
+    return list(
+        NexusRequest.objects.filter(**{column: value})
+        .exclude(id=exclude_id)
+        .order_by("-started_at")
+        .only("id", "status", "started_at", "event_source", "event_type", "stage", "error_stage")[
+            :RELATED_LIMIT
+        ]
+    )
+
+
+def _add_context(detail: RequestDetail) -> None:
+    r = detail.request
+    detail.same_event = _related("event_id", r.event_id, r.id)
+    detail.same_principal = _related("principal_id", r.principal_id, r.id)
+    detail.same_session = _related("session_key", r.session_key, r.id)
+    if r.status == "failed":
+        detail.signature = signature(r.error_message)
+        similar = RequestFilters(
+            exact={"status": "failed", "error_stage": r.error_stage or ""},
+            signature=detail.signature,
+        )
+        if not r.error_stage:
+            similar.exact.pop("error_stage")
+        detail.similar = capped(similar.queryset(), SIMILAR_CAP)
+    failures = NexusRequest.objects.filter(status="failed")
+    if isinstance(r.started_at, int):
+        detail.previous_failure = (
+            failures.filter(
+                Q(started_at__lt=r.started_at) | Q(started_at=r.started_at, id__lt=r.id)
+            )
+            .order_by("-started_at", "-id")
+            .values_list("id", flat=True)
+            .first()
+        )
+        detail.next_failure = (
+            failures.filter(
+                Q(started_at__gt=r.started_at) | Q(started_at=r.started_at, id__gt=r.id)
+            )
+            .order_by("started_at", "id")
+            .values_list("id", flat=True)
+            .first()
+        )
+    if r.turn_id:
+        # The pipeline links to the sessions area by URL only; it needs the turn's session id.
+        if "turns" in sqlite.table_names():
+            with connections[LEDGER].cursor() as cursor:
+                cursor.execute("SELECT session_id FROM turns WHERE id = %s", [r.turn_id])
+                row = cursor.fetchone()
+            detail.turn_session_id = row[0] if row else None
+        detail.turn_missing = detail.turn_session_id is None
+        if detail.turn_missing:
+            detail.problems.append(f"turn_id {r.turn_id} does not exist in this ledger")
+
+
+def similar_query(detail: RequestDetail) -> dict[str, str]:
+    """The request-list filters that select exactly the counted similar failures."""
+    r = detail.request
+    query = {"status": "failed", "signature": detail.signature}
+    if r.error_stage:
+        query["error_stage"] = r.error_stage
+    return query

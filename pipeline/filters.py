@@ -1,0 +1,131 @@
+"""Request filters from the query string, shared by the list, the dashboard's click-through links
+and the request page's "similar failures": the same filter always selects the same rows."""
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db.models import BooleanField
+from django.db.models.expressions import RawSQL
+from django.utils import timezone
+
+from ledgerweb import sqlite
+from ledgerweb.timestamps import now_ms
+from pipeline.models import NexusRequest
+from pipeline.signatures import SQL_FUNCTION
+
+WINDOWS = {"1h": 3_600_000, "24h": 86_400_000, "7d": 7 * 86_400_000, "30d": 30 * 86_400_000}
+
+# Exact-match filters: query parameter → column.
+EXACT = {
+    "status": "status",
+    "stage": "stage",
+    "error_stage": "error_stage",
+    "source": "event_source",
+    "type": "event_type",
+    "principal": "principal_id",
+    "session_key": "session_key",
+    "persona": "session_persona",
+    "model": "agent_model",
+    "event": "event_id",
+    "channel": "delivery_channel",
+    "turn": "turn_id",
+}
+
+
+@dataclass
+class RequestFilters:
+    exact: dict[str, str] = field(default_factory=dict)
+    q: str = ""  # text in the error message
+    signature: str = ""  # masked error signature (with error_stage: "similar failures")
+    hook: str = ""  # a hook name in hooks_matched
+    hook_state: str = ""  # "", "fired", "handled"
+    delivered: str = ""  # "", "yes", "no"
+    window: str = ""  # one of WINDOWS, or "" for no window / custom
+    since_ms: int | None = None
+    until_ms: int | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_query(cls, params, *, default_window: str = "") -> "RequestFilters":
+        f = cls(
+            exact={k: params[k].strip() for k in EXACT if params.get(k, "").strip()},
+            q=params.get("q", "").strip(),
+            signature=params.get("signature", "").strip(),
+            hook=params.get("hook", "").strip(),
+            hook_state=params.get("hook_state", "").strip(),
+            delivered=params.get("delivered", "").strip(),
+            window=params.get("window", default_window).strip(),
+        )
+        if f.window and f.window not in WINDOWS and f.window != "custom":
+            f.errors["window"] = f"unknown window {f.window!r}; showing everything"
+            f.window = ""
+        for name in ("since", "until"):
+            raw = params.get(name, "").strip()
+            if raw:
+                value = _parse_moment(raw)
+                if value is None:
+                    f.errors[name] = f"{raw!r} is not a time (Unix ms or YYYY-MM-DDTHH:MM)"
+                else:
+                    setattr(f, f"{name}_ms", value)
+        if f.since_ms is not None or f.until_ms is not None:
+            f.window = "custom"
+        elif f.window in WINDOWS:
+            f.since_ms = now_ms() - WINDOWS[f.window]
+        if f.hook_state not in ("", "fired", "handled"):
+            f.errors["hook_state"] = "hook_state is fired or handled"
+            f.hook_state = ""
+        return f
+
+    def apply(self, qs):
+        for param, value in self.exact.items():
+            qs = qs.filter(**{EXACT[param]: value})
+        if self.q:
+            qs = qs.filter(error_message__icontains=self.q)
+        if self.signature:
+            qs = qs.filter(_sql(f"{SQL_FUNCTION}(error_message) = %s", self.signature))
+        if self.hook:
+            column = "hooks_matched" if self.hook_state == "" else "hooks_fired"
+            qs = qs.filter(_sql(sqlite.json_array_has(column), self.hook))
+            if self.hook_state == "handled":
+                qs = qs.filter(hooks_handled=True)
+        if self.delivered:
+            qs = qs.filter(delivery_success=self.delivered == "yes")
+        if self.since_ms is not None:
+            qs = qs.filter(started_at__gte=self.since_ms)
+        if self.until_ms is not None:
+            qs = qs.filter(started_at__lt=self.until_ms)
+        return qs
+
+    def queryset(self):
+        return self.apply(NexusRequest.objects.all())
+
+    def as_query(self, **changes) -> dict[str, str]:
+        values = dict(self.exact) | {
+            "q": self.q,
+            "signature": self.signature,
+            "hook": self.hook,
+            "hook_state": self.hook_state,
+            "delivered": self.delivered,
+        }
+        if self.window == "custom":
+            values |= {"since": self.since_ms or "", "until": self.until_ms or ""}
+        elif self.window:
+            values["window"] = self.window
+        values |= changes
+        return {k: str(v) for k, v in values.items() if v not in ("", None)}
+
+
+def _sql(condition: str, *params):
+    return RawSQL(condition, params, output_field=BooleanField())
+
+
+def _parse_moment(raw: str) -> int | None:
+    if raw.isdigit():
+        return int(raw)
+    try:
+        moment = datetime.fromisoformat(raw)
+    except ValueError:
+        return None
+    if timezone.is_naive(moment):
+        moment = timezone.make_aware(moment)
+    return int(moment.timestamp() * 1000)

@@ -1,0 +1,49 @@
+"""The JSON twin of the pipeline pages."""
+
+from dataclasses import asdict
+
+from pipeline.detail import RequestDetail
+from pipeline.filters import RequestFilters
+from pipeline.listing import RequestPage
+
+SUMMARY_FIELDS = (
+    "id", "event_id", "event_type", "event_source", "stage", "status", "principal_id",
+    "session_key", "session_persona", "started_at", "completed_at", "error_stage",
+)  # fmt: skip
+
+
+def request_list(filters: RequestFilters, page: RequestPage) -> dict:
+    return {
+        "filters": filters.as_query(),
+        "filter_errors": filters.errors,
+        "count": page.count.value,
+        "count_capped": page.count.capped,
+        "next": page.next_cursor,
+        "requests": [
+            {name: getattr(row.request, name) for name in SUMMARY_FIELDS}
+            | {"duration_ms": row.duration_ms, "error": row.error_line}
+            for row in page.rows
+        ],
+    }
+
+
+def request_detail(d: RequestDetail) -> dict:
+    r = d.request
+    fields = {f.attname: getattr(r, f.attname) for f in r._meta.concrete_fields}
+    return {
+        "request": fields,
+        "duration_ms": d.duration_ms,
+        "problems": d.problems,
+        "waterfall": [asdict(bar) for bar in d.bars],
+        "hooks_matched_not_fired": d.hooks.matched_not_fired,
+        "signature": d.signature or None,
+        "similar_failures": (
+            {"count": d.similar.value, "capped": d.similar.capped} if d.similar else None
+        ),
+        "same_event": [x.id for x in d.same_event],
+        "same_principal": [x.id for x in d.same_principal],
+        "same_session_key": [x.id for x in d.same_session],
+        "previous_failure": d.previous_failure,
+        "next_failure": d.next_failure,
+        "turn": {"id": r.turn_id, "session_id": d.turn_session_id} if r.turn_id else None,
+    }

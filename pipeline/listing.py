@@ -1,0 +1,74 @@
+"""The request list: newest first, keyset pages over (started_at, id), capped counts."""
+
+from dataclasses import dataclass
+
+from django.db.models import Q
+
+from ledgerweb.sqlite import CappedCount
+from ledgerweb.text import first_line
+from pipeline.filters import RequestFilters
+from pipeline.models import NexusRequest
+from pipeline.stages import parse_timings
+
+PAGE_SIZE = 50
+COUNT_CAP = 10_000
+LIST_COLUMNS = (
+    "id", "status", "started_at", "completed_at", "event_source", "event_type", "principal_id",
+    "stage", "error_stage", "error_message", "stage_timings", "session_key", "session_persona",
+)  # fmt: skip
+
+
+@dataclass
+class RequestRow:
+    request: NexusRequest
+
+    @property
+    def duration_ms(self):
+        r = self.request
+        if isinstance(r.started_at, int) and isinstance(r.completed_at, int):
+            return r.completed_at - r.started_at
+        timings = parse_timings(r.stage_timings)
+        return timings.total if timings.ms else None
+
+    @property
+    def error_line(self) -> str:
+        return first_line(self.request.error_message, 140)
+
+
+@dataclass
+class RequestPage:
+    rows: list[RequestRow]
+    count: CappedCount
+    next_cursor: str | None
+
+
+def capped(qs, cap: int = COUNT_CAP) -> CappedCount:
+    n = qs.values("id")[: cap + 1].count()
+    return CappedCount(min(n, cap), n > cap)
+
+
+def request_page(f: RequestFilters, after: str = "") -> tuple[RequestPage, str | None]:
+    """A page of requests and, when the cursor is unusable, why it was ignored."""
+    qs = f.queryset()
+    count = capped(qs)
+    problem = None
+    if after:
+        stamp, _, last_id = after.partition(":")
+        if stamp.lstrip("-").isdigit():
+            stamp = int(stamp)
+            qs = qs.filter(Q(started_at__lt=stamp) | Q(started_at=stamp, id__lt=last_id))
+        else:
+            problem = "that page link is broken; showing the newest requests"
+    # Only the columns a row shows: snapshots and stacks can be large.
+    found = list(qs.order_by("-started_at", "-id").only(*LIST_COLUMNS)[: PAGE_SIZE + 1])
+    more = len(found) > PAGE_SIZE
+    found = found[:PAGE_SIZE]
+    cursor = f"{found[-1].started_at}:{found[-1].id}" if more else None
+    return RequestPage([RequestRow(r) for r in found], count, cursor), problem
+
+
+def newer_page(f: RequestFilters, newer_than: int) -> RequestPage:
+    """Rows that started after `newer_than`, newest first: what live mode adds on top."""
+    qs = f.queryset().filter(started_at__gt=newer_than).order_by("-started_at", "-id")
+    found = list(qs.only(*LIST_COLUMNS)[:PAGE_SIZE])
+    return RequestPage([RequestRow(r) for r in found], CappedCount(len(found), False), None)

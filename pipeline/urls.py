@@ -1,0 +1,11 @@
+from django.urls import path
+
+from pipeline import views
+
+app_name = "pipeline"
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+    path("charts/<slug:chart>/", views.chart, name="chart"),
+    path("requests/", views.request_list, name="requests"),
+    path("requests/<id:request_id>/", views.request_detail, name="request"),
+]

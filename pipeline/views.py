@@ -1,0 +1,114 @@
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.utils.csp import CSP
+from django.views.decorators.csp import csp_override
+from django.views.decorators.http import require_GET
+
+from pipeline import charts, json_twins
+from pipeline.detail import load_request, similar_query
+from pipeline.filters import WINDOWS, RequestFilters
+from pipeline.listing import newer_page, request_page
+from pipeline.stages import STAGES, STATUSES
+
+# Text filters under "More filters": query parameter and label.
+FILTER_FIELDS = [
+    ("source", "Event source"),
+    ("type", "Event type"),
+    ("principal", "Principal"),
+    ("session_key", "Session key"),
+    ("persona", "Persona"),
+    ("model", "Model"),
+]
+# Filters set by links (charts, similar failures) that the form keeps without showing a field.
+HIDDEN_FIELDS = {
+    "signature",
+    "hook",
+    "hook_state",
+    "delivered",
+    "since",
+    "until",
+    "event",
+    "channel",
+    "turn",
+}
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return request.GET.get("format") == "json"
+
+
+@require_GET
+def request_list(request: HttpRequest) -> HttpResponse:
+    filters = RequestFilters.from_query(request.GET)
+    newer = request.GET.get("newer", "")
+    if newer.isdigit():
+        # Live mode asks for what arrived since the newest row it shows.
+        page = newer_page(filters, int(newer))
+        return render(request, "pipeline/list.html#rows", {"filters": filters, "page": page})
+    page, cursor_problem = request_page(filters, request.GET.get("after", ""))
+    if cursor_problem:
+        filters.errors["after"] = cursor_problem
+    if _wants_json(request):
+        return JsonResponse(json_twins.request_list(filters, page))
+    ctx = {
+        "filters": filters,
+        "page": page,
+        "stages": STAGES,
+        "statuses": STATUSES,
+        "windows": WINDOWS,
+        "live": request.GET.get("live") == "1",
+        "filter_fields": FILTER_FIELDS,
+        "hidden_fields": HIDDEN_FIELDS,
+    }
+    template = "pipeline/list.html"
+    if request.htmx and request.GET.get("after"):
+        template += "#rows"
+    elif request.htmx:
+        template += "#results"
+    return render(request, template, ctx)
+
+
+@require_GET
+def request_detail(request: HttpRequest, request_id: str) -> HttpResponse:
+    detail = load_request(request_id)
+    if detail is None:
+        raise Http404(f"No request {request_id!r} in this ledger")
+    if _wants_json(request):
+        return JsonResponse(json_twins.request_detail(detail))
+    ctx = {
+        "d": detail,
+        "r": detail.request,
+        "similar_query": similar_query(detail),
+        "related_groups": [
+            ("Same event", detail.same_event),
+            ("Same principal", detail.same_principal),
+            ("Same session key", detail.same_session),
+        ],
+    }
+    return render(request, "pipeline/request.html", ctx)
+
+
+# plotly.js injects a stylesheet and sets style attributes, and cannot take a nonce: the pages
+# that draw charts allow inline styles. Scripts stay nonce-only everywhere.
+CHART_CSP = settings.SECURE_CSP | {"style-src": [CSP.SELF, CSP.UNSAFE_INLINE]}
+
+
+@csp_override(CHART_CSP)
+@require_GET
+def dashboard(request: HttpRequest) -> HttpResponse:
+    filters = charts.DashboardFilters.from_query(request.GET)
+    ctx = {"filters": filters, "charts": charts.CHARTS, "windows": WINDOWS}
+    return render(request, "pipeline/dashboard.html", ctx)
+
+
+@require_GET
+def chart(request: HttpRequest, chart: str) -> HttpResponse:
+    if chart not in charts.CHARTS:
+        raise Http404(f"No chart {chart!r}")
+    filters = charts.DashboardFilters.from_query(request.GET)
+    result = charts.CHARTS[chart].build(filters)
+    if _wants_json(request):
+        return JsonResponse(result.data, safe=False)
+    ctx = {"chart": charts.CHARTS[chart], "result": result, "filters": filters}
+    return render(request, "pipeline/chart.html", ctx)
