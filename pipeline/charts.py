@@ -12,10 +12,11 @@ from urllib.parse import urlencode
 
 from django.db import connections
 from django.urls import reverse
+from django.utils import timezone
 
 from ledgerweb import sqlite
 from ledgerweb.db import LEDGER
-from ledgerweb.timestamps import now_ms
+from ledgerweb.timestamps import ms_to_datetime, now_ms
 from pipeline.filters import WINDOWS, RequestFilters
 from pipeline.signatures import SQL_FUNCTION
 from pipeline.stages import STAGE_INDEX, STAGES, STATUSES
@@ -218,6 +219,12 @@ def _buckets(f: DashboardFilters) -> list[int]:
     return list(range(f.since_ms, f.until_ms, size))
 
 
+def _axis_times(starts: list[int]) -> list[str]:
+    """Bucket starts as wall-clock times in the site's time zone: Plotly draws date strings as
+    given, with no time zone of its own."""
+    return [timezone.localtime(ms_to_datetime(ms)).strftime("%Y-%m-%d %H:%M:%S") for ms in starts]
+
+
 def throughput(f: DashboardFilters) -> ChartResult:
     where, params = f.where()
     size = f.bucket_ms
@@ -234,7 +241,7 @@ def throughput(f: DashboardFilters) -> ChartResult:
     totals = [sum(counts[s][i] for s in statuses) for i in range(len(starts))]
     failed = counts.get("failed", [0] * len(starts))
     rates = [round(fl / t, 4) if t else None for fl, t in zip(failed, totals, strict=True)]
-    x = list(starts)
+    x = _axis_times(starts)
     traces = [
         {
             "type": "bar",
@@ -468,7 +475,7 @@ def tokens(f: DashboardFilters) -> ChartResult:
     models = sorted(by_model, key=lambda m: -sum(by_model[m]))
     figure = {
         "data": [
-            {"type": "bar", "name": model, "x": starts, "y": by_model[model],
+            {"type": "bar", "name": model, "x": _axis_times(starts), "y": by_model[model],
              "customdata": [f.list_url(start, min(start + size, f.until_ms), model=model)
                             for start in starts],
              "hovertemplate": f"{model}: %{{y:,}} tokens<extra></extra>"}

@@ -2,6 +2,7 @@
 ledger: every number is checked against what the rows say, and every chart bar's link lists
 exactly the requests it counts."""
 
+import html
 import json
 from urllib.parse import urlencode
 
@@ -14,8 +15,10 @@ from ledgerweb.db import LEDGER
 pytestmark = LEDGER_DB
 H = 3_600_000
 WINDOW = {"since": T0, "until": T0 + 4 * H}
-TIMINGS = {"receiveEvent": 10, "resolveIdentity": 5, "resolveAccess": 5, "executeTriggers": 20,
-           "assembleContext": 60, "runAgent": 4000, "deliverResponse": 300, "finalize": 2}  # fmt: skip
+TIMINGS = {
+    "receiveEvent": 10, "resolveIdentity": 5, "resolveAccess": 5, "executeTriggers": 20,
+    "assembleContext": 60, "runAgent": 4000, "deliverResponse": 300, "finalize": 2,
+}  # fmt: skip
 
 
 def timings(upto: str, **overrides) -> str:
@@ -302,25 +305,16 @@ def test_throughput_counts_each_bucket_by_status(viewer_client, pipeline):
     data = chart(viewer_client, "throughput")
     buckets = data["buckets"]
     assert sum(b["total"] for b in buckets) == 6  # R01–R06: the window's ends are respected
-    hour = {b["start"]: b for b in buckets}
     first_hour = [b for b in buckets if T0 <= b["start"] < T0 + H]
     assert sum(b.get("completed", 0) for b in first_hour) == 1
     assert sum(b.get("skipped", 0) for b in first_hour) == 1
     assert sum(b.get("failed", 0) for b in buckets) == 3
-    assert hour  # buckets are keyed by their start
 
 
 def test_every_throughput_segment_links_to_exactly_its_requests(viewer_client, pipeline):
     page = viewer_client.get("/pipeline/charts/throughput/?" + urlencode(WINDOW)).content.decode()
-    figure = json.loads(
-        page.split('data-figure="')[1]
-        .split('"></div>')[0]
-        .replace("&quot;", '"')
-        .replace("&amp;", "&")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&#x27;", "'")
-    )
+    attribute = page.split('data-figure="', 1)[1].split('"', 1)[0]
+    figure = json.loads(html.unescape(attribute))
     checked = 0
     for trace in figure["data"]:
         for count, url in zip(trace.get("y", []), trace.get("customdata", []), strict=False):
