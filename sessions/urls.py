@@ -1,9 +1,6 @@
-from django.urls import path, register_converter
+from django.urls import path
 
-from ledgerweb.converters import LedgerIdConverter
 from sessions import views
-
-register_converter(LedgerIdConverter, "id")
 
 app_name = "sessions"
 urlpatterns = [

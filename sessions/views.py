@@ -16,6 +16,7 @@ from sessions.kinds import KINDS
 from sessions.listing import SessionFilters, session_page
 from sessions.models import Session
 from sessions.page import tree_items
+from sessions.rows_html import tree_rows_html
 from sessions.thread import load_thread
 from sessions.turn_detail import load_payload, load_turn_detail
 
@@ -63,10 +64,12 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
     if selected_id not in session_tree.layout.by_id:
         selected_id = session_tree.layout.rows[0].node.id if session_tree.layout.rows else None
     unfold = request.GET.get("unfold") == "all"
+    items = tree_items(session_tree, selected_id, unfold=unfold)
     return {
         "session": session,
         "tree": session_tree,
-        "items": tree_items(session_tree, selected_id, unfold=unfold),
+        "items": items,
+        "rows_html": tree_rows_html(items, session.id),
         "selected_id": selected_id,
         "unfold": unfold,
     }
