@@ -47,6 +47,11 @@ class ToolCallView:
             return self.completed_at - self.started_at
         return None
 
+    @property
+    def payloads(self) -> list[tuple[str, JsonText]]:
+        """Parameters and result, each named by its column (also the "load all" URL's kind)."""
+        return [("parameters", self.parameters), ("result", self.result)]
+
 
 @dataclass
 class TurnDetail:
