@@ -24,3 +24,10 @@ def looks_like_seconds(value) -> bool:
 
 def now_ms() -> int:
     return int(datetime.now(tz=UTC).timestamp() * 1000)
+
+
+def elapsed_ms(started, completed) -> int | None:
+    """Milliseconds between two ledger timestamps, or None when either is missing or junk."""
+    if isinstance(started, int) and isinstance(completed, int):
+        return completed - started
+    return None

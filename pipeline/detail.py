@@ -8,9 +8,10 @@ from django.db.models import Q
 
 from ledgerweb import sqlite
 from ledgerweb.db import LEDGER
+from ledgerweb.paging import capped
 from ledgerweb.text import JsonText, parse_json, show_json
+from ledgerweb.timestamps import elapsed_ms
 from pipeline.filters import RequestFilters
-from pipeline.listing import capped
 from pipeline.models import NexusRequest
 from pipeline.signatures import signature
 from pipeline.stages import Bar, Timings, parse_timings, stage_problems, waterfall
@@ -72,10 +73,10 @@ class RequestDetail:
 
     @property
     def duration_ms(self):
-        r = self.request
-        if isinstance(r.started_at, int) and isinstance(r.completed_at, int):
-            return r.completed_at - r.started_at
-        return self.timings.total if self.timings.ms else None
+        elapsed = elapsed_ms(self.request.started_at, self.request.completed_at)
+        if elapsed is None and self.timings.ms:
+            return self.timings.total  # still running, or completed_at never written
+        return elapsed
 
 
 def load_request(request_id: str) -> RequestDetail | None:
@@ -130,31 +131,15 @@ def _add_context(detail: RequestDetail) -> None:
     detail.same_session = _related("session_key", r.session_key, r.id)
     if r.status == "failed":
         detail.signature = signature(r.error_message)
-        similar = RequestFilters(
-            exact={"status": "failed", "error_stage": r.error_stage or ""},
-            signature=detail.signature,
-        )
-        if not r.error_stage:
-            similar.exact.pop("error_stage")
+        similar = RequestFilters.from_query(similar_query(detail))
         detail.similar = capped(similar.queryset(), SIMILAR_CAP)
-    failures = NexusRequest.objects.filter(status="failed")
     if isinstance(r.started_at, int):
-        detail.previous_failure = (
-            failures.filter(
-                Q(started_at__lt=r.started_at) | Q(started_at=r.started_at, id__lt=r.id)
-            )
-            .order_by("-started_at", "-id")
-            .values_list("id", flat=True)
-            .first()
-        )
-        detail.next_failure = (
-            failures.filter(
-                Q(started_at__gt=r.started_at) | Q(started_at=r.started_at, id__gt=r.id)
-            )
-            .order_by("started_at", "id")
-            .values_list("id", flat=True)
-            .first()
-        )
+        failures = NexusRequest.objects.filter(status="failed").values_list("id", flat=True)
+        at = r.started_at
+        earlier = Q(started_at__lt=at) | Q(started_at=at, id__lt=r.id)
+        later = Q(started_at__gt=at) | Q(started_at=at, id__gt=r.id)
+        detail.previous_failure = failures.filter(earlier).order_by("-started_at", "-id").first()
+        detail.next_failure = failures.filter(later).order_by("started_at", "id").first()
     if r.turn_id:
         # The pipeline links to the sessions area by URL only; it needs the turn's session id.
         if "turns" in sqlite.table_names():

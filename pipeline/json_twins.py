@@ -2,6 +2,7 @@
 
 from dataclasses import asdict
 
+from ledgerweb.paging import list_envelope
 from pipeline.detail import RequestDetail
 from pipeline.filters import RequestFilters
 from pipeline.listing import RequestPage
@@ -13,12 +14,7 @@ SUMMARY_FIELDS = (
 
 
 def request_list(filters: RequestFilters, page: RequestPage) -> dict:
-    return {
-        "filters": filters.as_query(),
-        "filter_errors": filters.errors,
-        "count": page.count.value,
-        "count_capped": page.count.capped,
-        "next": page.next_cursor,
+    return list_envelope(filters, page) | {
         "requests": [
             {name: getattr(row.request, name) for name in SUMMARY_FIELDS}
             | {"duration_ms": row.duration_ms, "error": row.error_line}

@@ -4,8 +4,10 @@ from dataclasses import dataclass
 
 from django.db.models import Q
 
+from ledgerweb.paging import capped
 from ledgerweb.sqlite import CappedCount
 from ledgerweb.text import first_line
+from ledgerweb.timestamps import elapsed_ms
 from pipeline.filters import RequestFilters
 from pipeline.models import NexusRequest
 from pipeline.stages import parse_timings
@@ -25,10 +27,11 @@ class RequestRow:
     @property
     def duration_ms(self):
         r = self.request
-        if isinstance(r.started_at, int) and isinstance(r.completed_at, int):
-            return r.completed_at - r.started_at
-        timings = parse_timings(r.stage_timings)
-        return timings.total if timings.ms else None
+        elapsed = elapsed_ms(r.started_at, r.completed_at)
+        if elapsed is None:
+            timings = parse_timings(r.stage_timings)  # still running: the stages so far
+            return timings.total if timings.ms else None
+        return elapsed
 
     @property
     def error_line(self) -> str:
@@ -42,15 +45,10 @@ class RequestPage:
     next_cursor: str | None
 
 
-def capped(qs, cap: int = COUNT_CAP) -> CappedCount:
-    n = qs.values("id")[: cap + 1].count()
-    return CappedCount(min(n, cap), n > cap)
-
-
 def request_page(f: RequestFilters, after: str = "") -> tuple[RequestPage, str | None]:
     """A page of requests and, when the cursor is unusable, why it was ignored."""
     qs = f.queryset()
-    count = capped(qs)
+    count = capped(qs, COUNT_CAP)
     problem = None
     if after:
         stamp, _, last_id = after.partition(":")

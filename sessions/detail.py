@@ -7,6 +7,7 @@ from django.db import connections
 from ledgerweb import sqlite
 from ledgerweb.db import LEDGER
 from ledgerweb.text import first_line
+from ledgerweb.timestamps import elapsed_ms
 from sessions import tree
 from sessions.kinds import FORK, SUBAGENT, RoutingKey, children_prefix
 from sessions.models import Session
@@ -40,9 +41,7 @@ class TurnInfo:
 
     @property
     def duration_ms(self) -> int | None:
-        if isinstance(self.started_at, int) and isinstance(self.completed_at, int):
-            return self.completed_at - self.started_at
-        return None
+        return elapsed_ms(self.started_at, self.completed_at)
 
     @property
     def is_compaction(self) -> bool:

@@ -2,6 +2,7 @@
 
 from dataclasses import asdict
 
+from ledgerweb.paging import list_envelope
 from sessions.detail import SessionTree, TurnInfo
 from sessions.kinds import RoutingKey
 from sessions.listing import SessionFilters, SessionPage
@@ -28,12 +29,7 @@ def _session(s) -> dict:
 
 
 def session_list(filters: SessionFilters, page: SessionPage) -> dict:
-    return {
-        "filters": filters.as_query(),
-        "filter_errors": filters.errors,
-        "count": page.count.value,
-        "count_capped": page.count.capped,
-        "next": page.next_cursor,
+    return list_envelope(filters, page) | {
         "sessions": [
             _session(r.session) | {"turns": r.turns, "branches": r.leaves, "hint": r.hint}
             for r in page.rows

@@ -12,6 +12,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ledgerweb.db import LEDGER
+from ledgerweb.paging import capped
 from ledgerweb.sqlite import CappedCount
 from ledgerweb.text import first_line
 from sessions.kinds import FORK, KINDS, MAIN, SUBAGENT, RoutingKey
@@ -154,7 +155,7 @@ class SessionPage:
 def session_page(f: SessionFilters) -> SessionPage:
     column = SORTS[f.sort]
     qs = filtered_sessions(f)
-    count = _capped(qs)
+    count = capped(qs, COUNT_CAP)
     page_qs = _apply_cursor(qs, f).order_by(f"-{column}", "-id")
     sessions = list(page_qs[: PAGE_SIZE + 1])
     has_more = len(sessions) > PAGE_SIZE
@@ -164,11 +165,6 @@ def session_page(f: SessionFilters) -> SessionPage:
     last = sessions[-1] if has_more else None
     cursor = f"{getattr(last, column)}:{last.id}" if last else None
     return SessionPage(rows, count, cursor)
-
-
-def _capped(qs) -> CappedCount:
-    n = qs.values("id")[: COUNT_CAP + 1].count()
-    return CappedCount(min(n, COUNT_CAP), n > COUNT_CAP)
 
 
 def _fill_row_numbers(rows: list[SessionRow]) -> None:

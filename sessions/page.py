@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from sessions.detail import FAILED, SessionTree, TurnInfo
+from sessions.detail import SessionTree, TurnInfo
 from sessions.gutter import Gutter, gutter_for
 from sessions.tree import Fold, Row, fold_straight_runs
 
@@ -82,6 +82,3 @@ def tree_items(session_tree: SessionTree, selected_id: str | None, unfold: bool)
             )
         )
     return items
-
-
-__all__ = ["FAILED", "TreeItem", "tree_items"]

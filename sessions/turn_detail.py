@@ -7,6 +7,7 @@ from django.db import connections
 from ledgerweb import sqlite
 from ledgerweb.db import LEDGER
 from ledgerweb.text import PREVIEW_CHARS, JsonText, render_markdown, show_json
+from ledgerweb.timestamps import elapsed_ms
 from sessions.kinds import children_prefix
 
 
@@ -43,9 +44,7 @@ class ToolCallView:
 
     @property
     def duration_ms(self) -> int | None:
-        if isinstance(self.started_at, int) and isinstance(self.completed_at, int):
-            return self.completed_at - self.started_at
-        return None
+        return elapsed_ms(self.started_at, self.completed_at)
 
     @property
     def payloads(self) -> list[tuple[str, JsonText]]:

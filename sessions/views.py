@@ -11,7 +11,7 @@ from ledgerweb.text import show_json
 from sessions import compare as comparing
 from sessions import export as exporting
 from sessions import forking, json_twins
-from sessions.detail import load_tree
+from sessions.detail import load_tree, turn_info
 from sessions.kinds import KINDS
 from sessions.listing import SessionFilters, session_page
 from sessions.models import Session
@@ -100,8 +100,6 @@ def turn_detail(request: HttpRequest, session_id: str, turn_id: str) -> HttpResp
     session = _get_session(session_id)
     if request.htmx and not request.htmx.history_restore_request:
         # The panel beside the tree: the tree is already on the page.
-        from sessions.detail import turn_info
-
         info = turn_info(turn_id)
         if info is None:
             raise Http404(f"No turn {turn_id!r}")
