@@ -168,15 +168,16 @@ def add_aggregates(turns: dict[str, TurnInfo]) -> None:
     ):
         turns[turn_id].tool_calls, turns[turn_id].failed_tool_calls = calls, failed or 0
     # The query a turn answers: its first user message (else its first message of any role).
+    # One indexed lookup per turn (idx_messages_turn) instead of sorting all the messages.
     for turn_id, content in _rows(
-        f"""SELECT turn_id, substr(content, 1, 400) FROM (
-                SELECT turn_id, content, row_number() OVER (
-                    PARTITION BY turn_id ORDER BY role != 'user', sequence) AS n
-                FROM messages WHERE turn_id IN {ids_sql})
-            WHERE n = 1""",
+        f"""SELECT t.value, (SELECT substr(m.content, 1, 400) FROM messages m
+                             WHERE m.turn_id = t.value
+                             ORDER BY m.role != 'user', m.sequence LIMIT 1)
+            FROM {ids_sql} AS t""",
         ids,
     ):
-        turns[turn_id].preview = first_line(content, 140)
+        if content is not None:
+            turns[turn_id].preview = first_line(content, 140)
     if "compactions" in sqlite.table_names():
         for turn_id, summary in _rows(
             f"SELECT turn_id, substr(summary, 1, 400) FROM compactions WHERE turn_id IN {ids_sql}",

@@ -38,8 +38,8 @@ class ToolCallView:
     completed_at: object
     sequence: object
     error: str | None
-    parameters: JsonText
-    result: JsonText
+    parameters: JsonText | None = None  # None: not loaded yet (the panel loads it when opened)
+    result: JsonText | None = None
     child_session_id: str | None = None
 
     @property
@@ -76,22 +76,16 @@ def load_turn_detail(session_id: str, turn_id: str) -> TurnDetail:
             [PREVIEW_CHARS, turn_id],
         )
     ]
-    calls = []
-    for row in _rows(
-        """SELECT id, tool_name, status, started_at, completed_at, sequence, error,
-                  substr(parameters, 1, %s), length(parameters), substr(result, 1, %s),
-                  length(result)
-           FROM tool_calls WHERE turn_id = %s ORDER BY sequence, started_at, id""",
-        [PREVIEW_CHARS, PREVIEW_CHARS, turn_id],
-    ):
-        *head, params, params_len, result, result_len = row
-        calls.append(
-            ToolCallView(
-                *head,
-                parameters=show_json(params, total_chars=params_len),
-                result=show_json(result, total_chars=result_len),
-            )
+    calls = [
+        ToolCallView(*row)
+        for row in _rows(
+            f"SELECT {CALL_COLUMNS} FROM tool_calls WHERE turn_id = %s"
+            " ORDER BY sequence, started_at, id",
+            [turn_id],
         )
+    ]
+    if len(calls) <= INLINE_CALLS:
+        add_payloads(calls, turn_id)
     _link_subagents(session_id, calls)
     children = [
         r[0]
@@ -111,6 +105,36 @@ def load_turn_detail(session_id: str, turn_id: str) -> TurnDetail:
     detail = TurnDetail(messages, calls, children, request_ids)
     detail.problems = _sequence_problems(messages, calls)
     return detail
+
+
+# A turn with more tool calls than this lists them closed and loads each body when it is opened:
+# a 600-call turn would otherwise send and parse 1,200 payloads nobody looks at.
+INLINE_CALLS = 5
+CALL_COLUMNS = "id, tool_name, status, started_at, completed_at, sequence, error"
+
+
+def add_payloads(calls: list[ToolCallView], turn_id: str) -> None:
+    by_id = {c.id: c for c in calls}
+    for call_id, params, params_len, result, result_len in _rows(
+        """SELECT id, substr(parameters, 1, %s), length(parameters), substr(result, 1, %s),
+                  length(result) FROM tool_calls WHERE turn_id = %s""",
+        [PREVIEW_CHARS, PREVIEW_CHARS, turn_id],
+    ):
+        if call_id in by_id:
+            by_id[call_id].parameters = show_json(params, total_chars=params_len)
+            by_id[call_id].result = show_json(result, total_chars=result_len)
+
+
+def load_tool_call(turn_id: str, call_id: str) -> ToolCallView | None:
+    """One tool call with its payloads, for the body of a call opened in a long list."""
+    rows = _rows(
+        f"SELECT {CALL_COLUMNS} FROM tool_calls WHERE turn_id = %s AND id = %s", [turn_id, call_id]
+    )
+    if not rows:
+        return None
+    call = ToolCallView(*rows[0])
+    add_payloads([call], turn_id)
+    return call
 
 
 def _link_subagents(session_id: str, calls: list[ToolCallView]) -> None:

@@ -11,6 +11,7 @@ urlpatterns = [
     path("<id:session_id>/turns/<id:turn_id>/thread/", views.thread, name="thread"),
     path("<id:session_id>/turns/<id:turn_id>/fork/", views.fork, name="fork"),
     path("<id:session_id>/turns/<id:turn_id>/export.json", views.export, name="export"),
+    path("<id:session_id>/turns/<id:turn_id>/calls/<id:call_id>/", views.tool_call, name="call"),
     path(
         "<id:session_id>/turns/<id:turn_id>/payload/<str:kind>/<id:item_id>/",
         views.payload,

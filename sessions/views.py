@@ -18,7 +18,7 @@ from sessions.models import Session
 from sessions.page import tree_items
 from sessions.rows_html import tree_rows_html
 from sessions.thread import load_thread
-from sessions.turn_detail import load_payload, load_turn_detail
+from sessions.turn_detail import add_payloads, load_payload, load_tool_call, load_turn_detail
 
 
 def _wants_json(request: HttpRequest) -> bool:
@@ -111,8 +111,20 @@ def turn_detail(request: HttpRequest, session_id: str, turn_id: str) -> HttpResp
         raise Http404(f"No turn {turn_id!r} in session {session_id!r}")
     ctx |= _turn_context(session, turn_id, ctx["tree"])
     if _wants_json(request):
+        if ctx["detail"].tool_calls and ctx["detail"].tool_calls[0].parameters is None:
+            add_payloads(ctx["detail"].tool_calls, turn_id)  # scripts get every payload
         return JsonResponse(json_twins.turn(ctx["turn"], ctx["detail"]))
     return render(request, "sessions/detail.html", ctx)
+
+
+@require_GET
+def tool_call(request: HttpRequest, session_id: str, turn_id: str, call_id: str) -> HttpResponse:
+    """The parameters and result of one tool call, loaded when it is opened in a long list."""
+    call = load_tool_call(turn_id, call_id)
+    if call is None:
+        raise Http404(f"No tool call {call_id!r} in turn {turn_id!r}")
+    ctx = {"c": call, "session": _get_session(session_id), "turn_id": turn_id}
+    return render(request, "sessions/_call_body.html", ctx)
 
 
 @require_GET

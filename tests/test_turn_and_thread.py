@@ -147,6 +147,23 @@ def test_the_panel_with_600_tool_calls_runs_a_bounded_number_of_queries(
     assert response.content.decode().count('id="call-') == 600
 
 
+def test_a_long_list_of_tool_calls_loads_each_body_when_opened(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    for i in range(8):
+        ledger.tool_call(t, i + 1, id=f"C{i}", parameters=f'{{"n": {i}}}')
+    ledger.set_head(s, t, t)
+    page = viewer_client.get("/sessions/S1/turns/T1/").content.decode()
+    assert "&quot;n&quot;: 3" not in page  # closed calls carry no payload
+    assert 'hx-get="/sessions/S1/turns/T1/calls/C3/"' in page
+    body = viewer_client.get("/sessions/S1/turns/T1/calls/C3/").content.decode()
+    parse_fragment(body)
+    assert "&quot;n&quot;: 3" in body
+    data = viewer_client.get("/sessions/S1/turns/T1/?format=json").json()
+    assert data["tool_calls"][3]["parameters"]["text"] == '{\n  "n": 3\n}'
+    assert viewer_client.get("/sessions/S1/turns/T1/calls/nope/").status_code == 404
+
+
 # -- Thread and fork point ---------------------------------------------------------------------
 
 
