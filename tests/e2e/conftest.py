@@ -5,6 +5,7 @@ Every page a test opens records console errors and Content-Security-Policy viola
 """
 
 import os
+from urllib.parse import urlencode
 from pathlib import Path
 
 import pytest
@@ -75,7 +76,7 @@ def sign_in(page, live_server):
     """Sign a user in through the login form, as a person would."""
 
     def sign_in(username: str, password: str = "pw", next_url: str = "/") -> None:
-        page.goto(f"{live_server.url}/accounts/login/?next={next_url}")
+        page.goto(f"{live_server.url}/accounts/login/?{urlencode({'next': next_url})}")
         page.fill("#id_username", username)
         page.fill("#id_password", password)
         page.click("button[type=submit]")

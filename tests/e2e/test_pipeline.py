@@ -61,7 +61,10 @@ def test_from_the_failures_bar_to_the_failing_tool_call(
     expect(bars).to_have_count(2)  # resolveAccess and runAgent
     expect(page.locator("#chart-throughput .main-svg").first).to_be_visible()
     # Plotly orders the x axis as given: pipeline order, so runAgent is the second bar.
-    # Plotly listens on a layer above the bars: point at the bar, then click there.
+    # Plotly listens on a layer above the bars: point at the bar, then click there, once the
+    # responsive layout has settled.
+    page.wait_for_load_state("networkidle")
+    page.wait_for_timeout(300)
     box = bars.nth(1).bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.mouse.down()
