@@ -181,9 +181,11 @@ def load_thread(turn_id: str, *, full_text: bool = False) -> Thread | None:
     ):
         messages.setdefault(row[1], []).append(ThreadMessage(*row))
     calls: dict[str, list[ThreadToolCall]] = {}
-    payload = "parameters, result" if full_text else "NULL, NULL"
+    # The page shows only names and statuses: not reading the payload columns (and error, which
+    # is stored after them) keeps SQLite off the overflow pages of big results.
+    payload = "parameters, result, error" if full_text else "NULL, NULL, NULL"
     for row in _rows(
-        f"""SELECT id, turn_id, tool_name, status, sequence, {payload}, error
+        f"""SELECT id, turn_id, tool_name, status, sequence, {payload}
             FROM tool_calls WHERE turn_id IN {ids_sql} ORDER BY sequence, started_at, id""",
         ids,
     ):
