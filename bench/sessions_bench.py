@@ -23,12 +23,15 @@ from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.docfile import replace_section
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "var" / "bench"
 BASE = BENCH / "sessions.sqlite3"  # the demo ledger, as ledger_demo wrote it
 DERIVED = BENCH / "sessions-derived.sqlite3"  # + sessions of the first 100 / 1,000 turns
 LIST = BENCH / "sessions-100k.sqlite3"  # sessions (and their turns) multiplied
 DOC = ROOT / "docs" / "benchmarks.md"
+HEADING = "# Benchmarks: the sessions pages"
 COMMAND = ".venv/bin/python -m bench.sessions_bench --write-doc"
 # A fixed anchor time (2026-09-01 UTC) makes the demo ledger the same on every build.
 DEMO_ARGS = ("--scale", "13", "--seed", "1", "--now", "1788220800000")
@@ -390,7 +393,7 @@ def doc(results: list[dict], runs: int, warmup: int, seconds: float, before: dic
     if code_version() != code:
         code += f" (**changed during the run**, now: {code_version()})"
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return f"""# Benchmarks: the sessions pages
+    return f"""{HEADING}
 
 ```sh
 {COMMAND}
@@ -449,7 +452,7 @@ def main() -> None:
     print(table(results))
     if args.write_doc:
         seconds = time.monotonic() - start
-        DOC.write_text(doc(results, args.runs, args.warmup, seconds, before, built))
+        replace_section(HEADING, doc(results, args.runs, args.warmup, seconds, before, built))
         print(f"wrote {DOC.relative_to(ROOT)}")
 
 
