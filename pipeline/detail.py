@@ -18,6 +18,8 @@ from pipeline.stages import Bar, Timings, parse_timings, stage_problems, waterfa
 
 SIMILAR_CAP = 1_000
 RELATED_LIMIT = 10
+# Above this many rows sharing a value, walking the newest rows beats sorting them all.
+RELATED_WALK_ABOVE = 2_000
 
 
 @dataclass
@@ -111,13 +113,16 @@ def load_request(request_id: str) -> RequestDetail | None:
     return detail
 
 
-def _related(column: str, value, exclude_id: str) -> list[NexusRequest]:
+def _related(param: str, value, exclude_id: str) -> list[NexusRequest]:
+    """The newest requests sharing a value; a common value walks started_at (see filters)."""
     if value in (None, ""):
         return []
+    filters = RequestFilters(exact={param: value})
+    common = capped(filters.queryset(), RELATED_WALK_ABOVE).capped
     return list(
-        NexusRequest.objects.filter(**{column: value})
+        filters.queryset(newest_first_walk=common)
         .exclude(id=exclude_id)
-        .order_by("-started_at")
+        .order_by("-started_at", "-id")
         .only("id", "status", "started_at", "event_source", "event_type", "stage", "error_stage")[
             :RELATED_LIMIT
         ]
@@ -126,20 +131,24 @@ def _related(column: str, value, exclude_id: str) -> list[NexusRequest]:
 
 def _add_context(detail: RequestDetail) -> None:
     r = detail.request
-    detail.same_event = _related("event_id", r.event_id, r.id)
-    detail.same_principal = _related("principal_id", r.principal_id, r.id)
+    detail.same_event = _related("event", r.event_id, r.id)
+    detail.same_principal = _related("principal", r.principal_id, r.id)
     detail.same_session = _related("session_key", r.session_key, r.id)
     if r.status == "failed":
         detail.signature = signature(r.error_message)
         similar = RequestFilters.from_query(similar_query(detail))
         detail.similar = capped(similar.queryset(), SIMILAR_CAP)
     if isinstance(r.started_at, int):
-        failures = NexusRequest.objects.filter(status="failed").values_list("id", flat=True)
+        # Walk started_at from this request outwards to the nearest failure (the status index
+        # would read every failure ever and sort them). The plain range bound keeps SQLite on
+        # the started_at index; the OR then breaks ties.
+        failures = RequestFilters(exact={"status": "failed"}).queryset(newest_first_walk=True)
+        failures = failures.values_list("id", flat=True)
         at = r.started_at
-        earlier = Q(started_at__lt=at) | Q(started_at=at, id__lt=r.id)
-        later = Q(started_at__gt=at) | Q(started_at=at, id__gt=r.id)
-        detail.previous_failure = failures.filter(earlier).order_by("-started_at", "-id").first()
-        detail.next_failure = failures.filter(later).order_by("started_at", "id").first()
+        earlier = failures.filter(started_at__lte=at).filter(Q(started_at__lt=at) | Q(id__lt=r.id))
+        later = failures.filter(started_at__gte=at).filter(Q(started_at__gt=at) | Q(id__gt=r.id))
+        detail.previous_failure = earlier.order_by("-started_at", "-id").first()
+        detail.next_failure = later.order_by("started_at", "id").first()
     if r.turn_id:
         # The pipeline links to the sessions area by URL only; it needs the turn's session id.
         if "turns" in sqlite.table_names():

@@ -405,3 +405,13 @@ def test_the_dashboard_allows_inline_styles_for_plotly_but_scripts_stay_strict(v
     policy = viewer_client.get("/pipeline/")["Content-Security-Policy"]
     assert "style-src 'self' 'unsafe-inline'" in policy
     assert "script-src 'self' 'nonce-" in policy and "unsafe-eval" not in policy
+
+
+def test_a_common_filter_walks_the_newest_rows_and_finds_the_same_ones(
+    viewer_client, pipeline, monkeypatch
+):
+    indexed = list_ids(viewer_client, "/pipeline/requests/?status=failed")
+    monkeypatch.setattr("pipeline.listing.COUNT_CAP", 2)  # three failures: now "common"
+    data = viewer_client.get("/pipeline/requests/?status=failed&format=json").json()
+    assert data["count_capped"] is True
+    assert sorted(r["id"] for r in data["requests"]) == indexed

@@ -5,8 +5,8 @@ Every page a test opens records console errors and Content-Security-Policy viola
 """
 
 import os
-from urllib.parse import urlencode
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 
