@@ -174,16 +174,8 @@ def json_array_has(column: str) -> str:
     invalid JSON (json_each would abort the whole query, so it only runs on valid arrays)."""
     return (
         f"CASE WHEN json_valid({column}) THEN CASE WHEN json_type({column}) = 'array' THEN"
-        f" EXISTS (SELECT 1 FROM json_each({column}) WHERE value = %s) ELSE 0 END ELSE 0 END"
-    )
-
-
-def json_array_items(column: str) -> str:
-    """A table-valued source of a JSON array column's items, empty for anything else: join it
-    as `JOIN <this> AS item` and read item.value."""
-    return (
-        f"json_each(CASE WHEN json_valid({column}) AND json_type(CASE WHEN json_valid({column})"
-        f" THEN {column} END) = 'array' THEN {column} ELSE '[]' END)"
+        f" EXISTS (SELECT 1 FROM json_each({column}) WHERE type = 'text' AND value = %s)"
+        " ELSE 0 END ELSE 0 END"
     )
 
 

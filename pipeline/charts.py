@@ -5,6 +5,7 @@ Every bar a person can click carries the request-list URL that selects exactly t
 (the same window, the same filters), so a chart is also a way into the list.
 """
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -346,23 +347,36 @@ def failures(f: DashboardFilters) -> ChartResult:
 # -- 4. Hook effectiveness ----------------------------------------------------------------------
 
 
+def hook_names(raw) -> set[str]:
+    """The hook names of a hooks_* column: the strings of a valid JSON array, each once. The
+    request list's hook filter matches exactly these (sqlite.json_array_has)."""
+    if not isinstance(raw, str):
+        return set()
+    try:
+        items = json.loads(raw)
+    except (ValueError, RecursionError):
+        return set()
+    return {item for item in items if isinstance(item, str)} if isinstance(items, list) else set()
+
+
 def hooks(f: DashboardFilters) -> ChartResult:
     where, params = f.where()
     counts: dict[str, dict[str, int]] = {}
-    for column, key, extra in (
-        ("hooks_matched", "matched", ""),
-        ("hooks_fired", "fired", ""),
-        ("hooks_fired", "handled", "AND hooks_handled = 1"),
+    # One pass: the window holds few distinct (matched, fired, handled) combinations, each
+    # parsed once here, instead of three json_each passes over every row.
+    for matched, fired, handled, rows in _rows(
+        f"""SELECT hooks_matched, hooks_fired, hooks_handled = 1, count(*) FROM nexus_requests
+            WHERE {where} GROUP BY 1, 2, 3""",
+        params,
     ):
-        # count(DISTINCT id): a hook named twice in one row still counts that row once, as the
-        # request list's filter does.
-        for hook, count in _rows(
-            f"""SELECT item.value, count(DISTINCT nexus_requests.id)
-                FROM nexus_requests, {sqlite.json_array_items(column)} AS item
-                WHERE {where} {extra} GROUP BY item.value""",
-            params,
+        fired_names = hook_names(fired)
+        for key, names in (
+            ("matched", hook_names(matched)),
+            ("fired", fired_names),
+            ("handled", fired_names if handled else set()),
         ):
-            counts.setdefault(str(hook), {"matched": 0, "fired": 0, "handled": 0})[key] = count
+            for hook in names:
+                counts.setdefault(hook, {"matched": 0, "fired": 0, "handled": 0})[key] += rows
     table = []
     for hook, c in sorted(counts.items(), key=lambda kv: -kv[1]["matched"]):
         fire_rate = c["fired"] / c["matched"] if c["matched"] else None
@@ -401,33 +415,38 @@ def hooks(f: DashboardFilters) -> ChartResult:
 # -- 5. Sources and principals ------------------------------------------------------------------
 
 
-def _by_status(f: DashboardFilters, column: str, limit: int | None) -> tuple[list, dict]:
+def _status_splits(f: DashboardFilters) -> dict[str, dict]:
+    """Requests by source and by principal, each split by status, from ONE pass over the window
+    (a grouped count per source × principal × status, summed up here)."""
     where, params = f.where()
-    top = _rows(
-        f"""SELECT {column}, count(*) FROM nexus_requests WHERE {where} AND {column} IS NOT NULL
-            GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT %s""",
-        [*params, limit or 1000],
-    )
-    keys = [k for k, _ in top]
-    split: dict[str, dict[str, int]] = {k: {} for k in keys}
-    if keys:
-        keys_sql, keys_param = sqlite.in_list(keys)
-        for key, status, count in _rows(
-            f"""SELECT {column}, status, count(*) FROM nexus_requests
-                WHERE {where} AND {column} IN {keys_sql} GROUP BY 1, 2""",
-            [*params, *keys_param],
-        ):
-            split[key][status] = count
-    return keys, split
+    splits: dict[str, dict] = {"event_source": {}, "principal_id": {}}
+    for source, principal, status, count in _rows(
+        f"""SELECT event_source, principal_id, status, count(*) FROM nexus_requests
+            WHERE {where} GROUP BY 1, 2, 3""",
+        params,
+    ):
+        for column, key in (("event_source", source), ("principal_id", principal)):
+            if key is not None:
+                by_status = splits[column].setdefault(key, {})
+                by_status[status] = by_status.get(status, 0) + count
+    return splits
+
+
+def _top(split: dict[str, dict[str, int]], limit: int | None) -> list:
+    """Keys by total requests, most first (ties by key), as the old ORDER BY 2 DESC, 1 did."""
+    keys = sorted(split, key=lambda k: (-sum(split[k].values()), str(k)))
+    return keys[:limit] if limit else keys
 
 
 def sources(f: DashboardFilters) -> ChartResult:
     figures, data = [], {}
+    splits = _status_splits(f)
     for column, param, title, limit in (
         ("event_source", "source", "event source", None),
         ("principal_id", "principal", "principal", TOP),
     ):
-        keys, split = _by_status(f, column, limit)
+        split = splits[column]
+        keys = _top(split, limit)
         statuses = [s for s in STATUSES if any(s in split[k] for k in keys)]
         statuses += sorted({s for k in keys for s in split[k]} - set(STATUSES))
         figures.append(

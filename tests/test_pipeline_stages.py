@@ -90,3 +90,19 @@ def test_names_with_digits_are_not_masked_and_only_the_first_line_counts():
         "run_terminal_command_v2 killed"
     )
     assert signature(None) == signature("  ") == "(no message)"
+
+
+@pytest.mark.parametrize(
+    ("raw", "names"),
+    [
+        ('["2fa", "quiet", "2fa"]', {"2fa", "quiet"}),
+        ('["ok", 5, null, {"a": 1}]', {"ok"}),  # only names (strings) are hooks
+        ('{"2fa": true}', set()),
+        ("not json", set()),
+        (None, set()),
+    ],
+)
+def test_hook_names_are_the_strings_of_a_valid_array(raw, names):
+    from pipeline.charts import hook_names
+
+    assert hook_names(raw) == names
