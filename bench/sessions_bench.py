@@ -256,7 +256,10 @@ def cases() -> list[tuple[Path, list[dict]]]:
     )
     turn_url = f"/sessions/{long_id}/turns/{big_turn}/"
     turn = [
-        case("turn panel, full page", DERIVED, "600 tool calls", turn_url, TARGETS["turn"]),
+        # The turn's own URL as a full page is the session page (5,000-turn tree) with this
+        # turn selected: it answers to the session page's target; the panel is the partial.
+        case("session page at the 600-call turn (full page)", DERIVED, "600 tool calls",
+             turn_url, TARGETS["session-5000"]),
         case("turn panel, htmx partial", DERIVED, "600 tool calls", turn_url, TARGETS["turn"],
              {"HX-Request": "true"}),
     ]  # fmt: skip
