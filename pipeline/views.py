@@ -5,6 +5,7 @@ from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
 from django.views.decorators.http import require_GET
 
+from ledgerweb.sqlite import LedgerQueryTimeout
 from pipeline import charts, json_twins
 from pipeline.detail import load_request, similar_query
 from pipeline.filters import WINDOWS, RequestFilters
@@ -107,8 +108,14 @@ def chart(request: HttpRequest, chart: str) -> HttpResponse:
     if chart not in charts.CHARTS:
         raise Http404(f"No chart {chart!r}")
     filters = charts.DashboardFilters.from_query(request.GET)
-    result = charts.CHARTS[chart].build(filters)
+    ctx = {"chart": charts.CHARTS[chart], "filters": filters}
+    try:
+        result = charts.CHARTS[chart].build(filters)
+    except LedgerQueryTimeout as error:
+        if _wants_json(request):
+            raise  # the middleware answers JSON clients
+        # Keep the card's title: say which chart could not be drawn, and how to get it.
+        return render(request, "pipeline/chart.html", ctx | {"error": str(error)}, status=503)
     if _wants_json(request):
         return JsonResponse(result.data, safe=False)
-    ctx = {"chart": charts.CHARTS[chart], "result": result, "filters": filters}
-    return render(request, "pipeline/chart.html", ctx)
+    return render(request, "pipeline/chart.html", ctx | {"result": result})

@@ -185,3 +185,8 @@ def test_the_ledger_file_is_unchanged_by_browsing(viewer_client, ledger):
 def test_recent_activity_reads_as_just_now(viewer_client, ledger):
     ledger.session(label="Fresh", updated_at=now_ms() - 5_000)
     assert "just now" in viewer_client.get("/").content.decode()
+
+
+def test_no_template_comment_leaks_into_a_page(viewer_client):
+    page = viewer_client.get("/").content.decode()
+    assert "{#" not in page and "#}" not in page and "{%" not in page

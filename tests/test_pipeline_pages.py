@@ -415,3 +415,29 @@ def test_a_common_filter_walks_the_newest_rows_and_finds_the_same_ones(
     data = viewer_client.get("/pipeline/requests/?status=failed&format=json").json()
     assert data["count_capped"] is True
     assert sorted(r["id"] for r in data["requests"]) == indexed
+
+
+def test_a_chart_that_takes_too_long_says_so_in_its_card(
+    viewer_client, pipeline, settings, monkeypatch
+):
+    from dataclasses import replace
+
+    from pipeline import charts
+
+    def endless(f):
+        charts._rows(
+            "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n)"
+            " SELECT count(*) FROM n",
+            [],
+        )
+
+    settings.LEDGER_QUERY_TIMEOUT_MS = 50
+    slow = replace(charts.CHARTS["hooks"], build=endless)
+    monkeypatch.setitem(charts.CHARTS, "hooks", slow)
+    response = viewer_client.get(
+        "/pipeline/charts/hooks/?" + urlencode(WINDOW), headers={"HX-Request": "true"}
+    )
+    assert response.status_code == 503
+    body = response.content.decode()
+    assert "took longer than 0.05 s" in body and "<html" not in body
+    assert "Hook effectiveness" in body  # the card keeps its title
