@@ -9,7 +9,7 @@ from django.db import connections
 from ledgerweb import sqlite
 from ledgerweb.db import LEDGER
 from ledgerweb.text import first_line, parse_json
-from sessions.detail import TURN_COLUMNS, TurnInfo
+from sessions.detail import TURN_COLUMNS, TurnInfo, add_aggregates
 
 # The thread page shows message previews; the export carries whole messages.
 THREAD_PREVIEW_CHARS = 4_000
@@ -167,20 +167,41 @@ def ancestor_path(turn_id: str) -> tuple[list[TurnInfo], list[str]]:
 
 
 def load_thread(turn_id: str, *, full_text: bool = False) -> Thread | None:
+    """The thread at a turn. With full_text (the export) every turn's whole messages and tool
+    calls; for the page, message previews of the turns still in context, and only a one-line
+    preview of the turns a compaction folded away (a 5,000-turn thread stays light)."""
     path, problems = ancestor_path(turn_id)
     if not path:
         return None
     ids_sql, ids = sqlite.in_list(t.id for t in path)
+    steps, running = [], 0
+    for turn in path:
+        running += turn.total_tokens if isinstance(turn.total_tokens, int) else 0
+        steps.append(ThreadStep(turn, running))
+    compaction = _latest_compaction(steps, ids_sql, ids, problems)
+
+    shown = [s for s in steps if full_text or s.in_context]
+    folded = {s.turn.id: s.turn for s in steps if not (full_text or s.in_context)}
+    add_aggregates(folded)  # previews and tool-call counts in three queries
+    _add_contents([s.turn.id for s in shown], {s.turn.id: s for s in shown}, full_text)
+    for step in shown:
+        first_user = next((m for m in step.messages if m.role == "user"), None)
+        step.turn.preview = first_line(first_user.content if first_user else "", 140)
+    return Thread(steps, problems, compaction)
+
+
+def _add_contents(turn_ids: list[str], steps: dict[str, ThreadStep], full_text: bool) -> None:
+    if not turn_ids:
+        return
+    ids_sql, ids = sqlite.in_list(turn_ids)
     limit = 1_000_000_000 if full_text else THREAD_PREVIEW_CHARS
-    messages: dict[str, list[ThreadMessage]] = {}
     for row in _rows(
         f"""SELECT id, turn_id, role, sequence, created_at, substr(content, 1, %s),
                    length(content)
             FROM messages WHERE turn_id IN {ids_sql} ORDER BY sequence, created_at, id""",
         [limit, *ids],
     ):
-        messages.setdefault(row[1], []).append(ThreadMessage(*row))
-    calls: dict[str, list[ThreadToolCall]] = {}
+        steps[row[1]].messages.append(ThreadMessage(*row))
     # The page shows only names and statuses: not reading the payload columns (and error, which
     # is stored after them) keeps SQLite off the overflow pages of big results.
     payload = "parameters, result, error" if full_text else "NULL, NULL, NULL"
@@ -189,16 +210,7 @@ def load_thread(turn_id: str, *, full_text: bool = False) -> Thread | None:
             FROM tool_calls WHERE turn_id IN {ids_sql} ORDER BY sequence, started_at, id""",
         ids,
     ):
-        calls.setdefault(row[1], []).append(ThreadToolCall(*row))
-
-    steps, running = [], 0
-    for turn in path:
-        first_user = next((m for m in messages.get(turn.id, []) if m.role == "user"), None)
-        turn.preview = first_line(first_user.content if first_user else "", 140)
-        running += turn.total_tokens if isinstance(turn.total_tokens, int) else 0
-        steps.append(ThreadStep(turn, running, messages.get(turn.id, []), calls.get(turn.id, [])))
-    compaction = _latest_compaction(steps, ids_sql, ids, problems)
-    return Thread(steps, problems, compaction)
+        steps[row[1]].tool_calls.append(ThreadToolCall(*row))
 
 
 def _latest_compaction(steps, ids_sql, ids, problems) -> Compacted | None:

@@ -270,3 +270,22 @@ def test_compare_finds_the_fork_point_and_both_paths(viewer_client, convo):
     page = viewer_client.get("/sessions/S1/compare/?a=T2&b=T2b").content.decode()
     parse_html(page)
     assert "They share 1 turn and part after" in page
+
+
+def test_a_thread_after_a_compaction_lists_only_the_latest_folded_turns(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    parent = ledger.turn(s, id="T000")
+    for i in range(1, 80):
+        parent = ledger.turn(s, parent, id=f"T{i:03d}", started_at=T0 + i)
+        ledger.message(parent, 1, content=f"question {i}")
+    compaction = ledger.turn(s, parent, id="C", started_at=T0 + 100)
+    ledger.conn.execute(
+        "INSERT INTO compactions (turn_id, summary, summarized_turn_ids, kept_turn_ids,"
+        " created_at) VALUES ('C', 'A long chat.', '[]', '[\"T079\"]', 0)"
+    )
+    ledger.set_head(s, compaction, compaction)
+    page = viewer_client.get("/sessions/S1/turns/C/thread/").content.decode()
+    assert "79 turns folded into the compaction summary" in page
+    assert "The last 50 of them" in page
+    assert "question 29" in page and "question 28" not in page  # T029–T078 shown
+    assert page.count('<li class="step') == 3  # the folded group, the kept turn, the compaction
