@@ -97,7 +97,12 @@ TEMPLATES = [
 ]
 
 DATABASES = {
-    "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": DJANGO_DB},
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": DJANGO_DB,
+        # gunicorn workers write sessions concurrently: wait for a lock rather than fail.
+        "OPTIONS": {"timeout": 5, "init_command": "PRAGMA journal_mode = WAL"},
+    },
     **ledger_databases(LEDGER_DB),
 }
 DATABASE_ROUTERS = ["ledgerweb.db.LedgerRouter"]

@@ -1,6 +1,7 @@
 """Settings for the test suite: production settings with a throwaway key and fast hashing."""
 
 import os
+import tempfile
 
 os.environ.setdefault("SECRET_KEY", "tests-only-not-a-secret")
 os.environ.setdefault("HTTPS", "0")  # the test client and live server speak plain http
@@ -10,3 +11,10 @@ from ledgerweb.settings import *  # noqa: E402, F403
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES["staticfiles"]["BACKEND"] = "django.contrib.staticfiles.storage.StaticFilesStorage"  # noqa: F405
 STATIC_ROOT = None  # tests serve static files from the finders; nothing is collected
+
+# Django's own test database as a file, not shared memory: the browser tests' live server
+# answers several requests at once (the dashboard loads seven charts in parallel), and threads
+# sharing one in-memory SQLite connection trip over each other.
+DATABASES["default"]["TEST"] = {  # noqa: F405
+    "NAME": os.path.join(tempfile.gettempdir(), f"ledgerweb-test-django-{os.getpid()}.sqlite3")
+}
