@@ -14,7 +14,6 @@ import os
 import statistics
 import sys
 import time
-from datetime import UTC, datetime
 from urllib.parse import urlencode
 
 from bench.docfile import replace_section
@@ -26,9 +25,9 @@ from bench.sessions_bench import (
     case,
     code_version,
     load,
-    machine,
     manage,
     query,
+    run_header,
     scalar,
     table,
 )
@@ -156,22 +155,9 @@ def with_sums(results: list[dict]) -> list[dict]:
 
 
 def doc(rows: list[dict], args, seconds: float, before: dict, built: bool) -> str:
-    code = before["code"]
-    if code_version() != code:
-        code += f" (**changed during the run**, now: {code_version()})"
-    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return f"""{HEADING}
-
-```sh
-{COMMAND}
-```
-
-- Date: {now}
-- Machine: {machine()}
-- Code: {code}
-- Load average (1/5/15 min): {before["load"]} before, {load()} after
-- Runs: {args.warmup} warm-up requests (the first also counts the ledger queries), then
-  {args.runs} timed requests per page, or {args.slow_runs} (then p95 = max) for a page slower
+    header = run_header(HEADING, COMMAND, before)
+    return f"""{header}- Runs: {args.warmup} warm-up requests (the first also counts the ledger
+  queries), then {args.runs} timed requests per page, or {args.slow_runs} (then p95 = max) for a page slower
   than {SLOW_MS / 1000:g} s in warm-up; whole run {seconds:.0f} s,
   {"ledger built" if built else "ledger reused"}.
 - Ledger: `{LEDGER.relative_to(ROOT)}`, `manage.py ledger_demo {LEDGER.relative_to(ROOT)}

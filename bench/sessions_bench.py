@@ -390,24 +390,30 @@ def load() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def doc(results: list[dict], runs: int, warmup: int, seconds: float, before: dict,
-        built: list[str]) -> str:  # fmt: skip
+def run_header(heading: str, command: str, before: dict) -> str:
+    """The lines every benchmark section starts with: command, date, machine, code, load."""
     code = before["code"]
     if code_version() != code:
         code += f" (**changed during the run**, now: {code_version()})"
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return f"""{HEADING}
+    return f"""{heading}
 
 ```sh
-{COMMAND}
+{command}
 ```
 
 - Date: {now}
 - Machine: {machine()}
 - Code: {code}
 - Load average (1/5/15 min): {before["load"]} before, {load()} after
-- Runs: {warmup} warm-up requests, then {runs} timed requests per page (median and nearest-rank
-  p95); whole run {seconds:.0f} s, {f"building {', '.join(built)}" if built else "ledgers reused"}.
+"""
+
+
+def doc(results: list[dict], runs: int, warmup: int, seconds: float, before: dict,
+        built: list[str]) -> str:  # fmt: skip
+    header = run_header(HEADING, COMMAND, before)
+    return f"""{header}- Runs: {warmup} warm-up requests, then {runs} timed requests per page
+  (median and nearest-rank p95); whole run {seconds:.0f} s, {f"building {', '.join(built)}" if built else "ledgers reused"}.
 
 What is timed is the **server time**: `django.test.Client.get()` in-process (every middleware,
 the view, the template, the session and auth lookups in Django's own database), with `DEBUG=0`,
