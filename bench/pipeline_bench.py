@@ -157,8 +157,8 @@ def with_sums(results: list[dict]) -> list[dict]:
 def doc(rows: list[dict], args, seconds: float, before: dict, built: bool) -> str:
     header = run_header(HEADING, COMMAND, before)
     return f"""{header}- Runs: {args.warmup} warm-up requests (the first also counts the ledger
-  queries), then {args.runs} timed requests per page, or {args.slow_runs} (then p95 = max) for a page slower
-  than {SLOW_MS / 1000:g} s in warm-up; whole run {seconds:.0f} s,
+  queries), then {args.runs} timed requests per page, or {args.slow_runs} (then p95 = max)
+  for a page slower than {SLOW_MS / 1000:g} s in warm-up; whole run {seconds:.0f} s,
   {"ledger built" if built else "ledger reused"}.
 - Ledger: `{LEDGER.relative_to(ROOT)}`, `manage.py ledger_demo {LEDGER.relative_to(ROOT)}
   {" ".join(DEMO_ARGS)}` when the script builds it (the stored file was built without `--now`,

@@ -412,8 +412,9 @@ def run_header(heading: str, command: str, before: dict) -> str:
 def doc(results: list[dict], runs: int, warmup: int, seconds: float, before: dict,
         built: list[str]) -> str:  # fmt: skip
     header = run_header(HEADING, COMMAND, before)
+    ledgers = f"building {', '.join(built)}" if built else "ledgers reused"
     return f"""{header}- Runs: {warmup} warm-up requests, then {runs} timed requests per page
-  (median and nearest-rank p95); whole run {seconds:.0f} s, {f"building {', '.join(built)}" if built else "ledgers reused"}.
+  (median and nearest-rank p95); whole run {seconds:.0f} s, {ledgers}.
 
 What is timed is the **server time**: `django.test.Client.get()` in-process (every middleware,
 the view, the template, the session and auth lookups in Django's own database), with `DEBUG=0`,
