@@ -82,3 +82,33 @@ def test_from_the_failures_bar_to_the_failing_tool_call(
     page.get_by_role("link", name=re.compile("T-fail")).click()
     expect(page.locator("#panel")).to_contain_text("airline API 503")
     expect(page.locator("#call-C-fail")).to_contain_text("book_flight")
+
+
+def test_live_mode_adds_new_requests_on_top_and_keeps_the_filters(
+    page, live_server, viewer, ledger, sign_in
+):
+    ledger.request(
+        id="OLD-FAIL",
+        started_at=T0,
+        status="failed",
+        stage="runAgent",
+        error_stage="runAgent",
+        error_message="old",
+    )
+    ledger.request(id="OLD-OK", started_at=T0 + 1)
+    sign_in("vera", next_url="/pipeline/requests/?status=failed&live=1")
+    expect(page.locator("table.requests tbody tr")).to_have_count(1)
+    # The runtime writes while we watch: one new failure and one new success.
+    ledger.request(
+        id="NEW-FAIL",
+        started_at=T0 + 10_000,
+        status="failed",
+        stage="runAgent",
+        error_stage="runAgent",
+        error_message="new",
+    )
+    ledger.request(id="NEW-OK", started_at=T0 + 10_001)
+    rows = page.locator("table.requests tbody tr")
+    expect(rows).to_have_count(2, timeout=12_000)
+    expect(rows.first).to_contain_text("new")
+    expect(page).to_have_url(re.compile(r"status=failed.*live=1|live=1.*status=failed"))
