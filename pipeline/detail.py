@@ -16,7 +16,8 @@ from pipeline.models import NexusRequest
 from pipeline.signatures import signature
 from pipeline.stages import Bar, Timings, parse_timings, stage_problems, waterfall
 
-SIMILAR_CAP = 1_000
+# "100+ similar failures" says enough, and stops the masking function after ~100 matches.
+SIMILAR_CAP = 100
 RELATED_LIMIT = 10
 # Above this many rows sharing a value, walking the newest rows beats sorting them all.
 RELATED_WALK_ABOVE = 2_000
