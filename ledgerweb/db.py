@@ -45,7 +45,7 @@ def ledger_databases(path: Path) -> dict[str, dict]:
 
 def ledger_path_of(alias: str = LEDGER) -> Path:
     """The ledger file behind an alias, whether its NAME is a URI or a plain path."""
-    from django.db import connections
+    from django.db import connections  # here, not at the top: settings import this module
 
     name = str(connections[alias].settings_dict["NAME"])
     if name.startswith("file:"):
