@@ -28,6 +28,8 @@ LEDGER_DB = env_path("LEDGER_DB", VAR_DIR / "demo-ledger.sqlite3")
 DJANGO_DB = env_path("DJANGO_DB", VAR_DIR / "django.sqlite3")
 # Every query on the read-only ledger connection is stopped after this long (milliseconds).
 LEDGER_QUERY_TIMEOUT_MS = env_int("LEDGER_QUERY_TIMEOUT_MS", 2000, minimum=1)
+# The staff health page scans whole tables on purpose: each of its queries may take this long.
+LEDGER_HEALTH_TIMEOUT_MS = env_int("LEDGER_HEALTH_TIMEOUT_MS", 25_000, minimum=1)
 
 # Context windows (tokens) for the thread page's gauge. A model matches its exact name or the
 # longest name here that it starts with. Add or override with MODEL_CONTEXT_WINDOWS='{"m": 64000}'.

@@ -7,6 +7,7 @@ the progress handler, pg_class estimates instead of capped counts, no pragmas.
 import json
 import sqlite3
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -38,10 +39,11 @@ class _Deadline:
 
     def __init__(self):
         self.limit_ms = settings.LEDGER_QUERY_TIMEOUT_MS
+        self.override_ms: int | None = None  # set by longer_time_limit()
         self.ends_at = float("inf")
 
     def start(self) -> None:
-        self.limit_ms = settings.LEDGER_QUERY_TIMEOUT_MS
+        self.limit_ms = self.override_ms or settings.LEDGER_QUERY_TIMEOUT_MS
         self.ends_at = time.monotonic() + self.limit_ms / 1000
 
     def progress_handler(self) -> int:
@@ -83,6 +85,20 @@ def install_time_limit(sender, connection, **kwargs) -> None:
 
 
 connection_created.connect(install_time_limit, dispatch_uid="ledgerweb.sqlite.time_limit")
+
+
+@contextmanager
+def longer_time_limit(limit_ms: int):
+    """Give the queries inside a longer limit than browsing gets (the health check scans whole
+    tables on purpose). Outside any request, e.g. in a command, there may be no limit at all."""
+    connection = connections[LEDGER]
+    connection.ensure_connection()
+    deadline = connection.ledger_deadline
+    previous, deadline.override_ms = deadline.override_ms, limit_ms
+    try:
+        yield
+    finally:
+        deadline.override_ms = previous
 
 
 # -- Introspection and bounded counts ------------------------------------------------------------

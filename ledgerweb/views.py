@@ -1,10 +1,15 @@
+from dataclasses import asdict
+
+from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from ledgerweb import health, sqlite
 from ledgerweb.db import LEDGER
 from ledgerweb.overview import ledger_overview
 
@@ -49,3 +54,15 @@ def healthz(request: HttpRequest) -> HttpResponse:
     except DatabaseError:
         return HttpResponse("ledger unavailable\n", status=503, content_type="text/plain")
     return HttpResponse("ok\n", content_type="text/plain")
+
+
+@require_GET
+def health_report(request: HttpRequest) -> HttpResponse:
+    """The ledger's invariants, for staff (the checks scan whole tables: seconds on big ledgers)."""
+    if not request.user.is_staff:
+        raise PermissionDenied("The health report is for staff.")
+    with sqlite.longer_time_limit(settings.LEDGER_HEALTH_TIMEOUT_MS):
+        findings = health.run_checks()
+    if request.GET.get("format") == "json":
+        return JsonResponse({"findings": [asdict(f) for f in findings]})
+    return render(request, "health.html", {"findings": findings})

@@ -1,0 +1,250 @@
+"""The ledger's health: the invariants of seeds 000 and 002, checked with bounded SQL.
+
+Each check is one or two statements that read an index or scan one table once; counts stop at
+COUNT_CAP and each finding keeps a few examples. Used by `manage.py ledger_check` (for cron: it
+exits non-zero on errors) and by the staff page /health/.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.db import connections
+from django.urls import NoReverseMatch, reverse
+
+from ledgerweb import schema, sqlite
+from ledgerweb.db import LEDGER, ledger_path_of
+from ledgerweb.timestamps import now_ms
+
+COUNT_CAP = 10_000
+EXAMPLES = 5
+STUCK_AFTER_MS = 15 * 60_000  # a request still 'processing' after this long is stuck
+
+ERROR, WARNING, INFO = "error", "warning", "info"
+
+
+@dataclass
+class Example:
+    label: str
+    url: str | None = None
+
+
+@dataclass
+class Finding:
+    check: str
+    severity: str
+    message: str
+    count: sqlite.CappedCount
+    examples: list[Example] = field(default_factory=list)
+
+
+def _rows(sql: str, params=()) -> list[tuple]:
+    with connections[LEDGER].cursor() as cursor:
+        cursor.execute(sql, list(params))
+        return cursor.fetchall()
+
+
+def _url(name: str, *args) -> str | None:
+    try:
+        return reverse(name, args=args)
+    except NoReverseMatch:
+        return None
+
+
+def _turn_example(turn_id, session_id) -> Example:
+    return Example(f"turn {turn_id}", _url("sessions:turn", session_id, turn_id))
+
+
+def _session_example(session_id) -> Example:
+    return Example(f"session {session_id}", _url("sessions:detail", session_id))
+
+
+def _request_example(request_id) -> Example:
+    return Example(f"request {request_id}", _url("pipeline:request", request_id))
+
+
+def _violations(check, severity, message, sql, params, example) -> Finding | None:
+    """Count the rows `sql` selects (at most COUNT_CAP) and keep the first few as examples."""
+    rows = _rows(f"{sql} LIMIT %s", [*params, COUNT_CAP + 1])
+    if not rows:
+        return None
+    count = sqlite.CappedCount(min(len(rows), COUNT_CAP), len(rows) > COUNT_CAP)
+    return Finding(check, severity, message, count, [example(*r) for r in rows[:EXAMPLES]])
+
+
+# -- Agents Ledger (seed 000) --------------------------------------------------------------------
+
+
+def orphan_turns():
+    return _violations(
+        "tree integrity", ERROR, "turns whose parent turn does not exist",
+        """SELECT t.id, t.session_id FROM turns t WHERE t.parent_turn_id IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM turns p WHERE p.id = t.parent_turn_id)""",
+        [], _turn_example,
+    )  # fmt: skip
+
+
+def turns_in_cycles():
+    # A turn in (or below) a cycle cannot be reached from any root: walk down from the roots
+    # (UNION drops repeats, so the walk ends) and report what it never reached.
+    return _violations(
+        "tree integrity", ERROR, "turns whose chain of parents loops (a cycle)",
+        """WITH RECURSIVE reached(id) AS (
+               SELECT t.id FROM turns t WHERE t.parent_turn_id IS NULL
+                  OR NOT EXISTS (SELECT 1 FROM turns p WHERE p.id = t.parent_turn_id)
+               UNION
+               SELECT c.id FROM turns c JOIN reached r ON c.parent_turn_id = r.id)
+           SELECT t.id, t.session_id FROM turns t WHERE t.id NOT IN (SELECT id FROM reached)""",
+        [], _turn_example,
+    )  # fmt: skip
+
+
+def missing_heads():
+    return _violations(
+        "session pointers", ERROR, "sessions whose head (current_turn_id) does not exist",
+        """SELECT s.id FROM sessions s WHERE s.current_turn_id IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.id = s.current_turn_id)""",
+        [], _session_example,
+    )  # fmt: skip
+
+
+def heads_not_leaves():
+    # Within its own session the head has no later turn (a fresh fork's head may have children
+    # in the origin session: ARCHITECTURE.md §2).
+    return _violations(
+        "session pointers", ERROR, "sessions whose head is not a leaf (it has later turns)",
+        """SELECT s.id FROM sessions s WHERE s.current_turn_id IS NOT NULL AND EXISTS (
+               SELECT 1 FROM turns c WHERE c.parent_turn_id = s.current_turn_id
+               AND c.session_id = s.id)""",
+        [], _session_example,
+    )  # fmt: skip
+
+
+def duplicate_message_sequences():
+    return _violations(
+        "ordered messages", ERROR, "turns with two messages at the same sequence number",
+        """SELECT m.turn_id, (SELECT t.session_id FROM turns t WHERE t.id = m.turn_id)
+           FROM messages m GROUP BY m.turn_id, m.sequence HAVING count(*) > 1""",
+        [], _turn_example,
+    )  # fmt: skip
+
+
+def unresolved_tool_calls():
+    return _violations(
+        "complete tool calls", ERROR, "completed turns with tool calls still pending",
+        """SELECT DISTINCT t.id, t.session_id FROM tool_calls c JOIN turns t ON t.id = c.turn_id
+           WHERE c.status = 'pending' AND t.status = 'completed'""",
+        [], _turn_example,
+    )  # fmt: skip
+
+
+# -- Nexus Ledger (seed 002) ---------------------------------------------------------------------
+
+
+def stuck_requests():
+    return _violations(
+        "always finalized", ERROR,
+        f"requests still 'processing' {STUCK_AFTER_MS // 60_000} minutes after they started",
+        "SELECT id FROM nexus_requests WHERE status = 'processing' AND started_at < %s",
+        [now_ms() - STUCK_AFTER_MS], _request_example,
+    )  # fmt: skip
+
+
+def inconsistent_stages():
+    return _violations(
+        "stage progression", ERROR,
+        "requests whose stage contradicts their status (finalized but not at finalize, or "
+        "failed without naming the failed stage)",
+        """SELECT id FROM nexus_requests
+           WHERE (status IN ('completed', 'skipped') AND stage != 'finalize')
+              OR (status = 'failed' AND (error_stage IS NULL OR error_stage != stage))""",
+        [], _request_example,
+    )  # fmt: skip
+
+
+def early_snapshots():
+    return _violations(
+        "snapshot at end", WARNING, "requests still processing that already hold a snapshot",
+        """SELECT id FROM nexus_requests
+           WHERE status = 'processing' AND request_snapshot IS NOT NULL""",
+        [], _request_example,
+    )  # fmt: skip
+
+
+KNOWN_STATUSES = {
+    "turns": ("pending", "streaming", "completed", "failed"),
+    "nexus_requests": ("processing", "completed", "failed", "skipped"),
+}
+
+
+def unknown_statuses(tables: set[str]) -> list[Finding]:
+    findings = []
+    for table, known in KNOWN_STATUSES.items():
+        if table not in tables:
+            continue
+        marks = ", ".join(["%s"] * len(known))
+        rows = _rows(
+            f"SELECT status, count(*) FROM {table} WHERE status NOT IN ({marks}) GROUP BY 1",
+            known,
+        )
+        if rows:
+            total = sum(n for _, n in rows)
+            findings.append(
+                Finding(
+                    "known statuses", WARNING, f"{table} rows with a status the seeds do not name",
+                    sqlite.CappedCount(total, False),
+                    [Example(f"{status!r}: {n:,}") for status, n in rows[:EXAMPLES]],
+                )
+            )  # fmt: skip
+    return findings
+
+
+# -- The file ------------------------------------------------------------------------------------
+
+
+def file_facts() -> list[Finding]:
+    path = ledger_path_of(LEDGER)
+    findings = []
+    mode = sqlite.journal_mode()
+    if mode != "wal":
+        findings.append(
+            Finding("journal mode", WARNING,
+                    f"the ledger is in {mode} mode, not WAL: a live writer blocks readers",
+                    sqlite.CappedCount(1, False))
+        )  # fmt: skip
+    (pages,) = _rows("PRAGMA page_count")[0]
+    (page_size,) = _rows("PRAGMA page_size")[0]
+    size = path.stat().st_size if path.exists() else 0
+    facts = [f"{size:,} bytes", f"{pages:,} pages of {page_size:,} bytes", f"journal mode {mode}"]
+    tables = sqlite.table_names()
+    facts += [
+        f"{table}: {sqlite.capped_count(table, COUNT_CAP)} rows"
+        for table in schema.LEDGER_TABLES
+        if table in tables
+    ]
+    findings.append(
+        Finding("file", INFO, "the ledger file", sqlite.CappedCount(1, False),
+                [Example(fact) for fact in facts])
+    )  # fmt: skip
+    return findings
+
+
+AGENTS_CHECKS: list[Callable] = [
+    orphan_turns, turns_in_cycles, missing_heads, heads_not_leaves,
+    duplicate_message_sequences, unresolved_tool_calls,
+]  # fmt: skip
+NEXUS_CHECKS: list[Callable] = [stuck_requests, inconsistent_stages, early_snapshots]
+
+
+def run_checks() -> list[Finding]:
+    """Every check that applies to the tables this ledger has, errors first."""
+    tables = sqlite.table_names()
+    checks = []
+    if {"sessions", "turns", "messages", "tool_calls"} <= tables:
+        checks += AGENTS_CHECKS
+    if "nexus_requests" in tables:
+        checks += NEXUS_CHECKS
+    findings = [f for check in checks if (f := check()) is not None]
+    findings += unknown_statuses(tables)
+    findings += file_facts()
+    order = {ERROR: 0, WARNING: 1, INFO: 2}
+    return sorted(findings, key=lambda f: order[f.severity])

@@ -1,0 +1,108 @@
+"""Each health check finds a planted violation and stays quiet on a clean ledger."""
+
+from io import StringIO
+
+import pytest
+from builders import LEDGER_DB, T0
+from django.core.management import call_command
+
+from ledgerweb import health
+from ledgerweb.timestamps import now_ms
+
+pytestmark = LEDGER_DB
+
+
+def problems() -> dict[str, health.Finding]:
+    return {f.message: f for f in health.run_checks() if f.severity != health.INFO}
+
+
+@pytest.fixture
+def clean(ledger):
+    s = ledger.session(id="S1")
+    root = ledger.turn(s, id="T1")
+    head = ledger.turn(s, root, id="T2")
+    ledger.message(head, 1)
+    ledger.message(head, 2, role="assistant")
+    ledger.tool_call(head, 1)
+    ledger.set_head(s, root, head)
+    ledger.request(id="R1", turn_id="T2")
+    ledger.request(id="R2", status="failed", stage="runAgent", error_stage="runAgent",
+                   error_message="boom")  # fmt: skip
+    return ledger
+
+
+def test_a_clean_ledger_has_no_findings(clean):
+    assert problems() == {}
+
+
+@pytest.mark.parametrize(
+    ("plant", "message"),
+    [
+        (lambda led: led.turn({"id": "S1"}, id="ORPHAN", parent_turn_id="gone"),
+         "turns whose parent turn does not exist"),
+        (lambda led: (led.turn({"id": "S1"}, id="A", parent_turn_id="B"),
+                    led.turn({"id": "S1"}, id="B", parent_turn_id="A")),
+         "turns whose chain of parents loops (a cycle)"),
+        (lambda led: led.session(id="S2", current_turn_id="ghost"),
+         "sessions whose head (current_turn_id) does not exist"),
+        (lambda led: led.conn.execute("UPDATE sessions SET current_turn_id = 'T1' WHERE id = 'S1'"),
+         "sessions whose head is not a leaf (it has later turns)"),
+        (lambda led: led.message({"id": "T2", "started_at": T0}, 1, id="DUP"),
+         "turns with two messages at the same sequence number"),
+        (lambda led: led.tool_call({"id": "T2", "started_at": T0}, 2, status="pending"),
+         "completed turns with tool calls still pending"),
+        (lambda led: led.request(id="OLD", status="processing", stage="runAgent",
+                             started_at=now_ms() - 3_600_000),
+         "requests still 'processing' 15 minutes after they started"),
+        (lambda led: led.request(id="BAD", status="completed", stage="runAgent"),
+         "requests whose stage contradicts their status (finalized but not at finalize, or "
+         "failed without naming the failed stage)"),
+        (lambda led: led.request(id="EARLY", status="processing", stage="runAgent",
+                             started_at=now_ms(), request_snapshot="{}"),
+         "requests still processing that already hold a snapshot"),
+        (lambda led: led.turn({"id": "S1"}, {"id": "T2"}, id="T3", status="exploded"),
+         "turns rows with a status the seeds do not name"),
+    ],
+)  # fmt: skip
+def test_each_check_finds_its_planted_violation(clean, plant, message):
+    plant(clean)
+    found = problems()
+    assert message in found, sorted(found)
+    assert found[message].count.value >= 1
+    assert found[message].examples
+
+
+def test_examples_link_to_their_pages(clean):
+    clean.turn({"id": "S1"}, id="ORPHAN", parent_turn_id="gone")
+    finding = problems()["turns whose parent turn does not exist"]
+    assert finding.examples[0].url == "/sessions/S1/turns/ORPHAN/"
+
+
+def test_a_ledger_not_in_wal_mode_gets_a_warning(clean):
+    clean.conn.execute("PRAGMA journal_mode = DELETE")
+    assert any("not WAL" in f.message for f in health.run_checks())
+
+
+def test_the_command_succeeds_on_a_clean_ledger(clean):
+    out = StringIO()
+    call_command("ledger_check", stdout=out)
+    assert "0 error finding(s)" in out.getvalue()
+
+
+def test_the_command_reports_an_error_and_fails(clean):
+    clean.turn({"id": "S1"}, id="ORPHAN", parent_turn_id="gone")
+    out, err = StringIO(), StringIO()
+    with pytest.raises(SystemExit) as exit_:
+        call_command("ledger_check", stdout=out, stderr=err)
+    assert exit_.value.code == 1
+    assert "ERROR tree integrity: turns whose parent turn does not exist (1)" in out.getvalue()
+    assert "turn ORPHAN" in out.getvalue()
+
+
+def test_the_health_page_is_for_staff_only(viewer_client, client, operator, clean):
+    assert viewer_client.get("/health/").status_code == 403
+    client.force_login(operator)
+    response = client.get("/health/")
+    assert response.status_code == 200
+    assert b"Ledger health" in response.content
+    assert client.get("/health/?format=json").json()["findings"][0]["severity"] == "info"
