@@ -1,0 +1,185 @@
+"""The admin for the Agents Ledger: browse everything, change nothing but a session's status.
+
+The ledger is append-only (seed 000), so nothing here adds, edits or deletes rows: sessions get
+archive / restore / mark-deleted actions (status changes through sessions.status_changes), the
+other tables are read-only lists that link to their pages in the dashboard.
+"""
+
+from django.contrib import admin, messages
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from ledgerweb.timestamps import ms_to_datetime
+from sessions.kinds import RoutingKey
+from sessions.models import Compaction, Message, Session, ToolCall, Turn
+from sessions.status_changes import change_status
+
+DAY_MS = 86_400_000
+
+
+class ReadOnlyLedgerAdmin(admin.ModelAdmin):
+    """Lists and detail pages, no add / change / delete: the ledger belongs to the runtime."""
+
+    list_per_page = 50
+    show_full_result_count = False  # no count(*) of a million rows on every page
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+def when(ms) -> str:
+    moment = ms_to_datetime(ms)
+    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M") if moment else str(ms)
+
+
+class IdleFilter(admin.SimpleListFilter):
+    title = "last activity"
+    parameter_name = "idle"
+    AGES = {"week": 7, "month": 30, "quarter": 91}
+
+    def lookups(self, request, model_admin):
+        return [
+            ("week", "idle for more than a week"),
+            ("month", "idle for more than a month"),
+            ("quarter", "idle for more than a quarter"),
+            ("active-week", "active in the last week"),
+        ]
+
+    def queryset(self, request, queryset):
+        now = int(timezone.now().timestamp() * 1000)
+        if self.value() in self.AGES:
+            return queryset.filter(updated_at__lt=now - self.AGES[self.value()] * DAY_MS)
+        if self.value() == "active-week":
+            return queryset.filter(updated_at__gte=now - 7 * DAY_MS)
+        return queryset
+
+
+@admin.register(Session)
+class SessionAdmin(ReadOnlyLedgerAdmin):
+    list_display = ["title", "persona", "channel", "status", "last_activity", "open"]
+    list_filter = ["status", "persona", IdleFilter]
+    search_fields = ["label", "routing_key", "=id"]
+    ordering = ["-updated_at"]
+    actions = ["archive", "restore", "mark_deleted"]
+
+    @admin.display(description="session", ordering="label")
+    def title(self, obj):
+        return obj.label or obj.routing_key
+
+    @admin.display(description="channel")
+    def channel(self, obj):
+        routing = RoutingKey(obj.routing_key)
+        return routing.kind if routing.kind != "main" else routing.channel or "—"
+
+    @admin.display(description="last activity", ordering="updated_at")
+    def last_activity(self, obj):
+        return when(obj.updated_at)
+
+    @admin.display(description="")
+    def open(self, obj):
+        return format_html('<a href="{}">open ↗</a>', reverse("sessions:detail", args=[obj.id]))
+
+    # Actions change the status only, after a confirmation page, and are logged.
+
+    def has_archive_permission(self, request):
+        return request.user.has_perm("conversations.archive_session")
+
+    def has_mark_deleted_permission(self, request):
+        return request.user.has_perm("conversations.mark_session_deleted")
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.has_perm("conversations.view_session")
+
+    @admin.action(permissions=["archive"], description="Archive the selected sessions")
+    def archive(self, request, queryset):
+        return self._confirm_status(request, queryset, "archived", "archive")
+
+    @admin.action(permissions=["archive"], description="Restore the selected sessions (active)")
+    def restore(self, request, queryset):
+        return self._confirm_status(request, queryset, "active", "restore")
+
+    @admin.action(permissions=["mark_deleted"], description="Mark the selected sessions deleted")
+    def mark_deleted(self, request, queryset):
+        return self._confirm_status(request, queryset, "deleted", "mark_deleted")
+
+    def _confirm_status(self, request, queryset, status, action):
+        ids = list(queryset.values_list("id", flat=True))
+        if request.POST.get("confirmed") != "yes":
+            context = {
+                **self.admin_site.each_context(request),
+                "title": f"Set {len(ids)} session{'s' if len(ids) != 1 else ''} to {status}?",
+                "opts": self.model._meta,
+                "sessions": queryset.order_by("-updated_at")[:20],
+                "count": len(ids),
+                "ids": ids,
+                "status": status,
+                "action": action,
+            }
+            return TemplateResponse(
+                request, "admin/conversations/session/confirm_status.html", context
+            )
+        changed = change_status(ids, status, request.user)
+        self.message_user(
+            request,
+            f"{changed} session{'s' if changed != 1 else ''} set to {status}"
+            f" ({len(ids) - changed} already were). Nothing was deleted.",
+            messages.SUCCESS,
+        )
+        return None
+
+
+def _turn_link(turn_id, session_id):
+    url = reverse("sessions:turn", args=[session_id, turn_id])
+    return format_html('<a href="{}">open ↗</a>', url)
+
+
+@admin.register(Turn)
+class TurnAdmin(ReadOnlyLedgerAdmin):
+    list_display = ["id", "session_id", "status", "model", "total_tokens", "started", "open"]
+    list_filter = ["status"]
+    search_fields = ["=id", "=session__id"]
+    ordering = ["-started_at"]
+
+    @admin.display(description="started", ordering="started_at")
+    def started(self, obj):
+        return when(obj.started_at)
+
+    @admin.display(description="")
+    def open(self, obj):
+        return _turn_link(obj.id, obj.session_id)
+
+
+@admin.register(Message)
+class MessageAdmin(ReadOnlyLedgerAdmin):
+    list_display = ["id", "turn_id", "role", "sequence", "excerpt"]
+    list_filter = ["role"]
+    search_fields = ["=id", "=turn__id"]
+
+    @admin.display(description="content")
+    def excerpt(self, obj):
+        return (obj.content or "")[:120]
+
+
+@admin.register(ToolCall)
+class ToolCallAdmin(ReadOnlyLedgerAdmin):
+    list_display = ["id", "turn_id", "tool_name", "status", "sequence", "started"]
+    list_filter = ["status"]
+    search_fields = ["=id", "=turn__id", "tool_name"]
+    ordering = ["-started_at"]
+
+    @admin.display(description="started", ordering="started_at")
+    def started(self, obj):
+        return when(obj.started_at)
+
+
+@admin.register(Compaction)
+class CompactionAdmin(ReadOnlyLedgerAdmin):
+    list_display = ["turn_id", "model", "tokens_before", "tokens_after", "trigger_reason"]

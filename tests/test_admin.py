@@ -1,0 +1,126 @@
+"""The admin: archive, restore and mark deleted change a status, never delete; who may do what."""
+
+import sqlite3
+
+import pytest
+from builders import T0
+from django.contrib.admin.models import LogEntry
+
+pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
+CHANGELIST = "/admin/conversations/session/"
+
+
+@pytest.fixture
+def sessions(ledger):
+    for i in range(3):
+        s = ledger.session(id=f"S{i}", label=f"Chat {i}", updated_at=T0 + i)
+        t = ledger.turn(s, id=f"T{i}")
+        ledger.set_head(s, t, t)
+    return ledger
+
+
+def statuses(ledger) -> dict[str, str]:
+    with sqlite3.connect(ledger.path) as conn:
+        return dict(conn.execute("SELECT id, status FROM sessions"))
+
+
+def rows(ledger, table) -> int:
+    with sqlite3.connect(ledger.path) as conn:
+        return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+def act(client, action, ids, confirmed=True):
+    data = {"action": action, "_selected_action": ids}
+    if confirmed:
+        data["confirmed"] = "yes"
+    return client.post(CHANGELIST, data)
+
+
+def test_archiving_asks_first_then_changes_only_the_status(client, operator, sessions):
+    client.force_login(operator)
+    page = act(client, "archive", ["S0", "S1"], confirmed=False)
+    assert page.status_code == 200 and b"Set 2 sessions to archived?" in page.content
+    assert statuses(sessions) == {"S0": "active", "S1": "active", "S2": "active"}
+
+    response = act(client, "archive", ["S0", "S1"])
+    assert response.status_code == 302
+    assert statuses(sessions) == {"S0": "archived", "S1": "archived", "S2": "active"}
+    assert rows(sessions, "turns") == 3  # nothing else touched
+    with sqlite3.connect(sessions.path) as conn:
+        updated = dict(conn.execute("SELECT id, updated_at FROM sessions"))
+    assert updated["S0"] > T0 + 1_000_000 and updated["S2"] == T0 + 2
+    log = LogEntry.objects.filter(object_id__in=["S0", "S1"])
+    assert log.count() == 2 and {e.user for e in log} == {operator}
+
+
+def test_restore_brings_sessions_back(client, operator, sessions):
+    client.force_login(operator)
+    act(client, "archive", ["S0"])
+    act(client, "restore", ["S0"])
+    assert statuses(sessions)["S0"] == "active"
+
+
+def test_archiving_hundreds_at_once(client, operator, ledger):
+    for i in range(300):
+        ledger.session(id=f"X{i:03d}")
+    client.force_login(operator)
+    act(client, "archive", [f"X{i:03d}" for i in range(300)])
+    assert set(statuses(ledger).values()) == {"archived"}
+
+
+def test_archived_sessions_leave_the_default_list_and_say_so(client, operator, sessions):
+    client.force_login(operator)
+    act(client, "archive", ["S0"])
+    listed = [s["id"] for s in client.get("/sessions/?format=json").json()["sessions"]]
+    assert "S0" not in listed
+    assert b"This session is archived" in client.get("/sessions/S0/").content
+
+
+def test_only_admins_mark_sessions_deleted(client, operator, admin_user, sessions):
+    client.force_login(operator)
+    act(client, "mark_deleted", ["S0"])
+    assert statuses(sessions)["S0"] == "active"
+    client.force_login(admin_user)
+    act(client, "mark_deleted", ["S0"])
+    assert statuses(sessions)["S0"] == "deleted"
+    assert rows(sessions, "sessions") == 3
+
+
+def test_there_is_no_delete_anywhere(client, admin_user, sessions):
+    client.force_login(admin_user)
+    page = client.get(CHANGELIST).content.decode()
+    assert "delete_selected" not in page
+    client.post(
+        CHANGELIST, {"action": "delete_selected", "_selected_action": ["S0"], "post": "yes"}
+    )
+    assert client.post("/admin/conversations/session/S0/delete/", {"post": "yes"}).status_code in (
+        403,
+        302,
+        404,
+    )
+    assert rows(sessions, "sessions") == 3
+
+
+def test_viewers_cannot_enter_the_admin_or_post_actions(client, viewer, sessions):
+    client.force_login(viewer)
+    assert client.get("/admin/").status_code == 302
+    act(client, "archive", ["S0"])
+    assert statuses(sessions)["S0"] == "active"
+
+
+def test_the_read_only_tables_list_and_link_to_the_dashboard(client, admin_user, sessions):
+    sessions.request(id="R1")
+    client.force_login(admin_user)
+    for url, link in (
+        ("/admin/conversations/turn/", "/sessions/S0/turns/T0/"),
+        ("/admin/pipeline/nexusrequest/", "/pipeline/requests/R1/"),
+    ):
+        page = client.get(url).content.decode()
+        assert link in page, url
+        assert f'href="{url}add/"' not in page  # no "Add" button
+
+
+def test_the_idle_filter_finds_old_sessions(client, admin_user, sessions):
+    client.force_login(admin_user)
+    page = client.get(CHANGELIST + "?idle=month").content.decode()
+    assert "Chat 0" in page  # T0 is long ago
