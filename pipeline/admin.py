@@ -1,10 +1,15 @@
 """The Nexus Ledger in the admin: read-only, each row linking to its debugging page."""
 
 from django.contrib import admin
-from django.urls import reverse
+from django.core.exceptions import PermissionDenied
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
 from django.utils.html import format_html
 
+from ledgerweb import sqlite
+from ledgerweb.db import LEDGER_WRITE, ledger_path_of
 from pipeline.models import NexusRequest
+from pipeline.retention import apply_retention
 from sessions.admin import ReadOnlyLedgerAdmin, when
 
 
@@ -14,6 +19,30 @@ class NexusRequestAdmin(ReadOnlyLedgerAdmin):
     list_filter = ["status", "stage", "error_stage", "event_source"]
     search_fields = ["=id", "=event_id", "=principal_id", "=session_key", "=turn_id"]
     ordering = ["-started_at"]
+
+    change_list_template = "admin/pipeline/nexusrequest/change_list.html"
+
+    def get_urls(self):
+        dry_run = path(
+            "retention/",
+            self.admin_site.admin_view(self.retention_view),
+            name="pipeline_nexusrequest_retention",
+        )
+        return [dry_run, *super().get_urls()]
+
+    def retention_view(self, request):
+        """What `manage.py ledger_retention` would do now, for admins (a dry run: no change)."""
+        if not request.user.has_perm("pipeline.run_retention"):
+            raise PermissionDenied
+        with sqlite.longer_time_limit(60_000):
+            report = apply_retention(ledger_path_of(LEDGER_WRITE), dry_run=True)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Retention: what it would do",
+            "opts": self.model._meta,
+            "lines": report.lines(),
+        }
+        return TemplateResponse(request, "admin/pipeline/nexusrequest/retention.html", context)
 
     @admin.display(description="started", ordering="started_at")
     def started(self, obj):

@@ -6,17 +6,21 @@ other tables are read-only lists that link to their pages in the dashboard.
 """
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from ledgerweb.paging import capped
 from ledgerweb.timestamps import ms_to_datetime
 from sessions.kinds import RoutingKey
 from sessions.models import Compaction, Message, Session, ToolCall, Turn
 from sessions.status_changes import change_status
 
 DAY_MS = 86_400_000
+COUNT_CAP = 100_000
 
 
 class ReadOnlyLedgerAdmin(admin.ModelAdmin):
@@ -86,6 +90,44 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
     @admin.display(description="")
     def open(self, obj):
         return format_html('<a href="{}">open ↗</a>', reverse("sessions:detail", args=[obj.id]))
+
+    change_list_template = "admin/conversations/session/change_list.html"
+
+    def get_urls(self):
+        idle = path(
+            "archive-idle/",
+            self.admin_site.admin_view(self.archive_idle_view),
+            name="conversations_session_archive_idle",
+        )
+        return [idle, *super().get_urls()]
+
+    def archive_idle_view(self, request):
+        """Archive every active session idle for more than N days, after a preview count."""
+        if not self.has_archive_permission(request):
+            raise PermissionDenied
+        try:
+            days = max(1, int(request.POST.get("days") or request.GET.get("days") or 30))
+        except ValueError:
+            days = 30
+        cutoff = int(timezone.now().timestamp() * 1000) - days * DAY_MS
+        idle = Session.objects.filter(status="active", updated_at__lt=cutoff)
+        if request.method == "POST" and request.POST.get("confirmed") == "yes":
+            ids = list(idle.values_list("id", flat=True))
+            changed = change_status(ids, "archived", request.user)
+            note = (
+                f"Archived {changed} sessions idle for more than {days} days. Nothing was deleted."
+            )
+            self.message_user(request, note, messages.SUCCESS)
+            return redirect("admin:conversations_session_changelist")
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Archive idle sessions",
+            "opts": self.model._meta,
+            "days": days,
+            "count": capped(idle, COUNT_CAP),
+            "sample": idle.order_by("updated_at")[:10],
+        }
+        return TemplateResponse(request, "admin/conversations/session/archive_idle.html", context)
 
     # Actions change the status only, after a confirmation page, and are logged.
 

@@ -10,22 +10,24 @@ from ledgerweb.timestamps import now_ms
 from sessions.models import Session
 
 STATUSES = ("active", "archived", "deleted")
+CHUNK = 500
 
 
 def change_status(session_ids: list[str], status: str, user) -> int:
     """Set `status` on these sessions; returns how many rows changed."""
     if status not in STATUSES:
         raise ValueError(f"unknown session status {status!r}")
+    sessions = Session.objects.using(LEDGER_WRITE)
     with transaction.atomic(using=LEDGER_WRITE):
-        sessions = Session.objects.using(LEDGER_WRITE).filter(id__in=session_ids)
-        changed = list(sessions.exclude(status=status).only("id", "label", "routing_key"))
+        changed, count, now = [], 0, now_ms()
+        # In chunks: SQLite bounds the number of parameters of one statement.
+        for start in range(0, len(session_ids), CHUNK):
+            chunk = session_ids[start : start + CHUNK]
+            pending = sessions.filter(id__in=chunk).exclude(status=status)
+            changed += pending.only("id", "label", "routing_key")
+            count += pending.update(status=status, updated_at=now)
         if not changed:
             return 0
-        count = (
-            Session.objects.using(LEDGER_WRITE)
-            .filter(id__in=[s.id for s in changed])
-            .update(status=status, updated_at=now_ms())
-        )
     LogEntry.objects.log_actions(
         user_id=user.pk,
         queryset=changed,

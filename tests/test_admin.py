@@ -124,3 +124,39 @@ def test_the_idle_filter_finds_old_sessions(client, admin_user, sessions):
     client.force_login(admin_user)
     page = client.get(CHANGELIST + "?idle=month").content.decode()
     assert "Chat 0" in page  # T0 is long ago
+
+
+def test_archive_idle_sessions_previews_then_archives(client, operator, ledger):
+    from ledgerweb.timestamps import now_ms
+
+    ledger.session(id="OLD1", updated_at=now_ms() - 40 * 86_400_000)
+    ledger.session(id="OLD2", updated_at=now_ms() - 90 * 86_400_000)
+    ledger.session(id="NEW", updated_at=now_ms())
+    client.force_login(operator)
+    url = "/admin/conversations/session/archive-idle/"
+    preview = client.get(url + "?days=30").content.decode()
+    assert "<strong>2</strong> active sessions idle for more than 30 days" in preview
+    assert statuses(ledger) == {"OLD1": "active", "OLD2": "active", "NEW": "active"}
+    client.post(url, {"days": "60", "confirmed": "yes"})
+    assert statuses(ledger) == {"OLD1": "active", "OLD2": "archived", "NEW": "active"}
+
+
+def test_a_viewer_cannot_archive_idle_sessions_even_by_posting(client, viewer, ledger):
+    ledger.session(id="OLD", updated_at=T0)
+    client.force_login(viewer)
+    client.post("/admin/conversations/session/archive-idle/", {"days": "1", "confirmed": "yes"})
+    assert statuses(ledger) == {"OLD": "active"}
+
+
+def test_admins_see_the_retention_dry_run_and_nothing_changes(client, admin_user, operator, ledger):
+    from ledgerweb.timestamps import now_ms
+
+    ledger.request(id="OLD", started_at=now_ms() - 10 * 86_400_000, request_snapshot="{}")
+    url = "/admin/pipeline/nexusrequest/retention/"
+    client.force_login(operator)
+    assert client.get(url).status_code == 403
+    client.force_login(admin_user)
+    page = client.get(url).content.decode()
+    assert "would drop request_snapshot from 1 requests" in page
+    with sqlite3.connect(ledger.path) as conn:
+        assert conn.execute("SELECT request_snapshot FROM nexus_requests").fetchone() == ("{}",)
