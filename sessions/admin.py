@@ -7,6 +7,7 @@ other tables are read-only lists that link to their pages in the dashboard.
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.db.models import Count, OuterRef, Subquery
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -68,11 +69,27 @@ class IdleFilter(admin.SimpleListFilter):
 
 @admin.register(Session)
 class SessionAdmin(ReadOnlyLedgerAdmin):
-    list_display = ["title", "persona", "channel", "status", "last_activity", "open"]
+    list_display = ["title", "persona", "channel", "status", "turns", "last_activity", "open"]
     list_filter = ["status", "persona", IdleFilter]
     search_fields = ["label", "routing_key", "=id"]
     ordering = ["-updated_at"]
     actions = ["archive", "restore", "mark_deleted"]
+
+    def get_queryset(self, request):
+        # The turn count of each listed row, in the page's one query (a correlated subquery
+        # that SQLite runs only for the rows it returns).
+        turns = (
+            Turn.objects.filter(session_id=OuterRef("pk"))
+            .order_by()
+            .values("session_id")
+            .annotate(n=Count("*"))
+            .values("n")
+        )
+        return super().get_queryset(request).annotate(turn_count=Subquery(turns))
+
+    @admin.display(description="turns", ordering="turn_count")
+    def turns(self, obj):
+        return obj.turn_count or 0
 
     @admin.display(description="session", ordering="label")
     def title(self, obj):

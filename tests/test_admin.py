@@ -160,3 +160,18 @@ def test_admins_see_the_retention_dry_run_and_nothing_changes(client, admin_user
     assert "would drop request_snapshot from 1 requests" in page
     with sqlite3.connect(ledger.path) as conn:
         assert conn.execute("SELECT request_snapshot FROM nexus_requests").fetchone() == ("{}",)
+
+
+def test_the_session_list_shows_turn_counts_in_a_bounded_number_of_queries(
+    client, admin_user, ledger, django_assert_max_num_queries
+):
+    from django.db import connections
+
+    for i in range(40):
+        s = ledger.session(id=f"S{i:02d}", label=f"Chat {i}")
+        for j in range(i % 4):
+            ledger.turn(s, id=f"S{i:02d}-T{j}")
+    client.force_login(admin_user)
+    with django_assert_max_num_queries(4, connection=connections["ledger"]):
+        page = client.get(CHANGELIST).content.decode()
+    assert '<td class="field-turns">3</td>' in page
