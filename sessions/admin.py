@@ -7,11 +7,13 @@ other tables are read-only lists that link to their pages in the dashboard.
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.db.models import Count, OuterRef, Subquery
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
+from django.utils.functional import cached_property
 from django.utils.html import format_html
 
 from ledgerweb.paging import capped
@@ -22,6 +24,16 @@ from sessions.status_changes import change_status
 
 DAY_MS = 86_400_000
 COUNT_CAP = 100_000
+PAGINATOR_CAP = 10_000
+
+
+class CappedPaginator(Paginator):
+    """Counts at most PAGINATOR_CAP rows: a page of a million-row table must not count them
+    all (the list then offers the first PAGINATOR_CAP rows' pages, and search narrows)."""
+
+    @cached_property
+    def count(self) -> int:
+        return capped(self.object_list, PAGINATOR_CAP).value
 
 
 class ReadOnlyLedgerAdmin(admin.ModelAdmin):
@@ -29,6 +41,7 @@ class ReadOnlyLedgerAdmin(admin.ModelAdmin):
 
     list_per_page = 50
     show_full_result_count = False  # no count(*) of a million rows on every page
+    paginator = CappedPaginator
 
     def has_add_permission(self, request):
         return False

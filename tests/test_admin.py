@@ -175,3 +175,12 @@ def test_the_session_list_shows_turn_counts_in_a_bounded_number_of_queries(
     with django_assert_max_num_queries(4, connection=connections["ledger"]):
         page = client.get(CHANGELIST).content.decode()
     assert '<td class="field-turns">3</td>' in page
+
+
+def test_the_request_list_filters_by_fixed_choices(client, admin_user, ledger):
+    ledger.request(id="R-OK")
+    ledger.request(id="R-BAD", status="failed", stage="runAgent", error_stage="runAgent")
+    client.force_login(admin_user)
+    page = client.get("/admin/pipeline/nexusrequest/?status=failed").content.decode()
+    assert "/pipeline/requests/R-BAD/" in page and "/pipeline/requests/R-OK/" not in page
+    assert "resolveIdentity" in page  # every stage is offered, known without asking the table
