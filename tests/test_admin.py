@@ -184,3 +184,17 @@ def test_the_request_list_filters_by_fixed_choices(client, admin_user, ledger):
     page = client.get("/admin/pipeline/nexusrequest/?status=failed").content.decode()
     assert "/pipeline/requests/R-BAD/" in page and "/pipeline/requests/R-OK/" not in page
     assert "resolveIdentity" in page  # every stage is offered, known without asking the table
+
+
+def test_no_delete_statement_reaches_the_ledger_from_the_admin(client, admin_user, sessions):
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(admin_user)
+    with CaptureQueriesContext(connections["ledger_write"]) as writes:
+        for action in ("archive", "restore", "mark_deleted"):
+            act(client, action, ["S0", "S1"])
+        client.post("/admin/conversations/session/archive-idle/", {"days": "1", "confirmed": "yes"})
+    statements = [q["sql"].lstrip().upper() for q in writes.captured_queries]
+    assert any(s.startswith("UPDATE") for s in statements)
+    assert not any(s.startswith("DELETE") for s in statements)
