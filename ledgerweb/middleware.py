@@ -1,6 +1,7 @@
 """Turn ledger trouble into a clear page instead of a 500 or a hung worker."""
 
 import logging
+import re
 
 from django.db import OperationalError
 from django.http import JsonResponse
@@ -48,3 +49,30 @@ class LedgerErrorMiddleware:
         if getattr(request, "htmx", False):
             return render(request, "ledger_error.html#message", context, status=status)
         return render(request, "ledger_error.html", context, status=status)
+
+
+# C0 control characters other than tab, newline and carriage return may not appear in HTML. The
+# ledger's text can hold any of them; on a page they are shown as their visible "control
+# pictures" (U+2400…), so a stray BEL reads as ␇ instead of breaking the document.
+_CONTROL_PICTURES = {code: 0x2400 + code for code in range(0x20) if code not in (9, 10, 13)}
+_CONTROL_PICTURES[0x7F] = 0x2421
+# These bytes never occur inside a multi-byte UTF-8 sequence, so the raw body can be scanned.
+_CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+class ControlCharactersMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        content_type = response.get("Content-Type", "")
+        if (
+            content_type.startswith("text/html")
+            and not response.streaming
+            and _CONTROL_BYTES.search(response.content)  # a fast scan; rarely true
+        ):
+            charset = response.charset or "utf-8"
+            text = response.content.decode(charset, errors="replace")
+            response.content = text.translate(_CONTROL_PICTURES).encode(charset)
+        return response

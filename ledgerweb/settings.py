@@ -76,6 +76,7 @@ MIDDLEWARE = [
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "ledgerweb.middleware.LedgerErrorMiddleware",
+    "ledgerweb.middleware.ControlCharactersMiddleware",
 ]
 
 ROOT_URLCONF = "ledgerweb.urls"

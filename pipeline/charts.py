@@ -31,6 +31,8 @@ STATUS_COLOURS = {
 OTHER_COLOUR = "#8a8f98"
 HOOK_COLOURS = (("matched", "#8a8f98"), ("fired", "#2b8fd9"), ("handled", "#2f9e68"))
 TOP = 10
+# A stage timing above this (a year) is junk, not a duration: 1e400 in the JSON reads as inf.
+MAX_STAGE_MS = 365 * 86_400_000
 
 
 @dataclass
@@ -151,9 +153,10 @@ def stage_timings(f: DashboardFilters) -> ChartResult:
     items = sqlite.json_object_items("stage_timings")
     rows = _rows(
         f"""SELECT item.key, item.value, count(*) FROM nexus_requests, {items} AS item
-            WHERE {where} AND item.type IN ('integer', 'real') AND item.value >= 0
+            WHERE {where} AND item.type IN ('integer', 'real')
+              AND item.value >= 0 AND item.value < %s
             GROUP BY item.key, item.value ORDER BY item.key, item.value""",
-        params,
+        [*params, MAX_STAGE_MS],
     )
     by_stage: dict[str, list[tuple[float, int]]] = {}
     for stage, value, count in rows:

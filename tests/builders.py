@@ -81,6 +81,7 @@ class LedgerBuilder:
         return self._insert("messages", row)
 
     def tool_call(self, turn: dict, sequence: int, **fields) -> dict:
+        start = turn["started_at"] if isinstance(turn["started_at"], int) else T0
         row = {
             "id": self._id("C"),
             "turn_id": turn["id"],
@@ -88,8 +89,8 @@ class LedgerBuilder:
             "parameters": json.dumps({"action": "search", "query": "from:amazon"}),
             "result": json.dumps({"messages": []}),
             "status": "completed",
-            "started_at": turn["started_at"] + 1000,
-            "completed_at": turn["started_at"] + 3000,
+            "started_at": start + 1000,
+            "completed_at": start + 3000,
             "sequence": sequence,
         } | fields
         return self._insert("tool_calls", row)
