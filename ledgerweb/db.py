@@ -30,6 +30,9 @@ def ledger_databases(path: Path) -> dict[str, dict]:
             # Django's SQLite backend opens with uri=True, so mode=ro is honoured.
             "NAME": f"file:{path}?mode=ro",
             "OPTIONS": {"timeout": BUSY_TIMEOUT_S, "init_command": "PRAGMA query_only = 1"},
+            # One read transaction per request: every query of a page sees the same snapshot,
+            # however fast the runtime writes (in WAL mode readers never block the writer).
+            "ATOMIC_REQUESTS": True,
             "TEST": {"MIGRATE": False},
         },
         LEDGER_WRITE: {
