@@ -3,7 +3,7 @@ from dataclasses import asdict
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
-from django.db import DatabaseError, connections
+from django.db import DatabaseError, connections, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
@@ -45,6 +45,7 @@ def _overview_json(summary) -> dict:
 
 @login_not_required
 @never_cache
+@transaction.non_atomic_requests(using=LEDGER)  # must answer even when the ledger cannot open
 @require_GET
 def healthz(request: HttpRequest) -> HttpResponse:
     """Liveness for load balancers: no login, no data; `ok` when the ledger opens."""

@@ -130,3 +130,10 @@ def test_a_missing_ledger_file_gives_a_clear_page(viewer_client, missing_ledger)
     assert response.status_code == 503
     assert b"could not be read" in response.content
     assert b"nowhere.sqlite3" in response.content
+
+
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_healthz_says_unavailable_when_the_ledger_file_is_missing(client, missing_ledger):
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response.content == b"ledger unavailable\n"
