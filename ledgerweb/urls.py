@@ -11,6 +11,7 @@ register_converter(LedgerIdConverter, "id")
 urlpatterns = [
     path("", views.overview, name="overview"),
     path("healthz", views.healthz, name="healthz"),
+    path("favicon.ico", views.favicon),
     path("health/", views.health_report, name="health"),
     path(
         "accounts/login/",

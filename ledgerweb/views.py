@@ -5,7 +5,8 @@ from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, connections, transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -67,3 +68,10 @@ def health_report(request: HttpRequest) -> HttpResponse:
     if request.GET.get("format") == "json":
         return JsonResponse({"findings": [asdict(f) for f in findings]})
     return render(request, "health.html", {"findings": findings})
+
+
+@login_not_required
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Pages we do not template (the admin's) make browsers ask for /favicon.ico."""
+    return redirect(static("favicon.svg"), permanent=True)

@@ -6,7 +6,7 @@ import pytest
 from builders import LEDGER_DB
 from django.urls import URLPattern, URLResolver, get_resolver
 
-PUBLIC = {"/accounts/login/", "/healthz", "/admin/login/"}
+PUBLIC = {"/accounts/login/", "/healthz", "/admin/login/", "/favicon.ico"}
 
 
 def concrete_urls(patterns=None, prefix="") -> list[str]:
