@@ -8,7 +8,6 @@ exits non-zero on errors) and by the staff page /health/.
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from django.db import connections
 from django.urls import NoReverseMatch, reverse
 
 from ledgerweb import schema, sqlite
@@ -37,12 +36,6 @@ class Finding:
     examples: list[Example] = field(default_factory=list)
 
 
-def _rows(sql: str, params=()) -> list[tuple]:
-    with connections[LEDGER].cursor() as cursor:
-        cursor.execute(sql, list(params))
-        return cursor.fetchall()
-
-
 def _url(name: str, *args) -> str | None:
     try:
         return reverse(name, args=args)
@@ -64,7 +57,7 @@ def _request_example(request_id) -> Example:
 
 def _violations(check, severity, message, sql, params, example) -> Finding | None:
     """Count the rows `sql` selects (at most COUNT_CAP) and keep the first few as examples."""
-    rows = _rows(f"{sql} LIMIT %s", [*params, COUNT_CAP + 1])
+    rows = sqlite.rows(f"{sql} LIMIT %s", [*params, COUNT_CAP + 1])
     if not rows:
         return None
     count = sqlite.CappedCount(min(len(rows), COUNT_CAP), len(rows) > COUNT_CAP)
@@ -182,7 +175,7 @@ def unknown_statuses(tables: set[str]) -> list[Finding]:
         if table not in tables:
             continue
         marks = ", ".join(["%s"] * len(known))
-        rows = _rows(
+        rows = sqlite.rows(
             f"SELECT status, count(*) FROM {table} WHERE status NOT IN ({marks}) GROUP BY 1",
             known,
         )
@@ -211,8 +204,8 @@ def file_facts() -> list[Finding]:
                     f"the ledger is in {mode} mode, not WAL: a live writer blocks readers",
                     sqlite.CappedCount(1, False))
         )  # fmt: skip
-    (pages,) = _rows("PRAGMA page_count")[0]
-    (page_size,) = _rows("PRAGMA page_size")[0]
+    (pages,) = sqlite.rows("PRAGMA page_count")[0]
+    (page_size,) = sqlite.rows("PRAGMA page_size")[0]
     size = path.stat().st_size if path.exists() else 0
     facts = [f"{size:,} bytes", f"{pages:,} pages of {page_size:,} bytes", f"journal mode {mode}"]
     tables = sqlite.table_names()

@@ -8,6 +8,7 @@ from django.http import JsonResponse
 from django.shortcuts import render
 
 from ledgerweb.db import ledger_path_of
+from ledgerweb.http import wants_json
 from ledgerweb.sqlite import LedgerQueryTimeout, is_interrupted
 
 logger = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ class LedgerErrorMiddleware:
         return None
 
     def _error_page(self, request, *, status, title, message):
-        if request.GET.get("format") == "json":
+        if wants_json(request):
             return JsonResponse({"error": title, "detail": message}, status=status)
         context = {"title": title, "message": message}
         if getattr(request, "htmx", False):

@@ -101,6 +101,13 @@ def longer_time_limit(limit_ms: int):
         deadline.override_ms = previous
 
 
+def rows(sql: str, params=()) -> list[tuple]:
+    """Every row of one query on the read-only ledger (and so under its time limit)."""
+    with connections[LEDGER].cursor() as cursor:
+        cursor.execute(sql, list(params))
+        return cursor.fetchall()
+
+
 # -- Introspection and bounded counts ------------------------------------------------------------
 
 

@@ -12,13 +12,14 @@ from django.views.decorators.http import require_GET
 
 from ledgerweb import health, sqlite
 from ledgerweb.db import LEDGER
+from ledgerweb.http import wants_json
 from ledgerweb.overview import ledger_overview
 
 
 @require_GET
 def overview(request: HttpRequest) -> HttpResponse:
     summary = ledger_overview()
-    if request.GET.get("format") == "json":
+    if wants_json(request):
         return JsonResponse(_overview_json(summary))
     return render(request, "overview.html", {"overview": summary})
 
@@ -65,7 +66,7 @@ def health_report(request: HttpRequest) -> HttpResponse:
         raise PermissionDenied("The health report is for staff.")
     with sqlite.longer_time_limit(settings.LEDGER_HEALTH_TIMEOUT_MS):
         findings = health.run_checks()
-    if request.GET.get("format") == "json":
+    if wants_json(request):
         return JsonResponse({"findings": [asdict(f) for f in findings]})
     return render(request, "health.html", {"findings": findings})
 

@@ -11,12 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
-from django.db import connections
 from django.urls import reverse
 from django.utils import timezone
 
 from ledgerweb import sqlite
-from ledgerweb.db import LEDGER
 from ledgerweb.timestamps import ms_to_datetime, now_ms
 from pipeline.filters import WINDOWS, RequestFilters
 from pipeline.signatures import SQL_FUNCTION
@@ -115,12 +113,6 @@ class Chart:
     build: Callable[[DashboardFilters], ChartResult]
 
 
-def _rows(sql: str, params) -> list[tuple]:
-    with connections[LEDGER].cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
 def _layout(**extra) -> dict:
     return {
         "margin": {"l": 56, "r": 56, "t": 8, "b": 48},
@@ -151,7 +143,7 @@ def percentile(counts: list[tuple[float, int]], q: float) -> float | None:
 def stage_timings(f: DashboardFilters) -> ChartResult:
     where, params = f.where()
     items = sqlite.json_object_items("stage_timings")
-    rows = _rows(
+    rows = sqlite.rows(
         f"""SELECT item.key, item.value, count(*) FROM nexus_requests, {items} AS item
             WHERE {where} AND item.type IN ('integer', 'real')
               AND item.value >= 0 AND item.value < %s
@@ -232,7 +224,7 @@ def _axis_times(starts: list[int]) -> list[str]:
 def throughput(f: DashboardFilters) -> ChartResult:
     where, params = f.where()
     size = f.bucket_ms
-    rows = _rows(
+    rows = sqlite.rows(
         f"""SELECT (started_at - %s) / %s AS bucket, status, count(*) FROM nexus_requests
             WHERE {where} GROUP BY bucket, status""",
         [f.since_ms, size, *params],
@@ -300,13 +292,13 @@ def throughput(f: DashboardFilters) -> ChartResult:
 
 def failures(f: DashboardFilters) -> ChartResult:
     where, params = f.where()
-    by_stage = _rows(
+    by_stage = sqlite.rows(
         f"""SELECT coalesce(error_stage, ''), count(*) FROM nexus_requests
             WHERE {where} AND status = 'failed' GROUP BY 1""",
         params,
     )
     by_stage.sort(key=lambda r: (STAGE_INDEX.get(r[0], len(STAGES)), r[0]))
-    signatures = _rows(
+    signatures = sqlite.rows(
         f"""SELECT coalesce(error_stage, ''), {SQL_FUNCTION}(error_message) AS sig, count(*),
                    max(started_at)
             FROM nexus_requests WHERE {where} AND status = 'failed'
@@ -367,7 +359,7 @@ def hooks(f: DashboardFilters) -> ChartResult:
     counts: dict[str, dict[str, int]] = {}
     # One pass: the window holds few distinct (matched, fired, handled) combinations, each
     # parsed once here, instead of three json_each passes over every row.
-    for matched, fired, handled, rows in _rows(
+    for matched, fired, handled, rows in sqlite.rows(
         f"""SELECT hooks_matched, hooks_fired, hooks_handled = 1, count(*) FROM nexus_requests
             WHERE {where} GROUP BY 1, 2, 3""",
         params,
@@ -423,7 +415,7 @@ def _status_splits(f: DashboardFilters) -> dict[str, dict]:
     (a grouped count per source × principal × status, summed up here)."""
     where, params = f.where()
     splits: dict[str, dict] = {"event_source": {}, "principal_id": {}}
-    for source, principal, status, count in _rows(
+    for source, principal, status, count in sqlite.rows(
         f"""SELECT event_source, principal_id, status, count(*) FROM nexus_requests
             WHERE {where} GROUP BY 1, 2, 3""",
         params,
@@ -482,7 +474,7 @@ def sources(f: DashboardFilters) -> ChartResult:
 def tokens(f: DashboardFilters) -> ChartResult:
     where, params = f.where()
     size = f.bucket_ms
-    rows = _rows(
+    rows = sqlite.rows(
         f"""SELECT (started_at - %s) / %s AS bucket, coalesce(agent_model, '(none)'),
                    sum(CASE WHEN typeof(agent_tokens_total) = 'integer'
                             THEN agent_tokens_total ELSE 0 END), count(*)
@@ -515,7 +507,7 @@ def tokens(f: DashboardFilters) -> ChartResult:
 
 def delivery(f: DashboardFilters) -> ChartResult:
     where, params = f.where()
-    rows = _rows(
+    rows = sqlite.rows(
         f"""SELECT delivery_channel,
                    sum(CASE WHEN delivery_success = 1 THEN 1 ELSE 0 END),
                    sum(CASE WHEN delivery_success = 0 THEN 1 ELSE 0 END),

@@ -5,6 +5,7 @@ from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
 from django.views.decorators.http import require_GET
 
+from ledgerweb.http import wants_json
 from ledgerweb.sqlite import LedgerQueryTimeout
 from pipeline import charts, json_twins
 from pipeline.detail import load_request, similar_query
@@ -35,10 +36,6 @@ HIDDEN_FIELDS = {
 }
 
 
-def _wants_json(request: HttpRequest) -> bool:
-    return request.GET.get("format") == "json"
-
-
 @require_GET
 def request_list(request: HttpRequest) -> HttpResponse:
     filters = RequestFilters.from_query(request.GET)
@@ -50,7 +47,7 @@ def request_list(request: HttpRequest) -> HttpResponse:
     page, cursor_problem = request_page(filters, request.GET.get("after", ""))
     if cursor_problem:
         filters.errors["after"] = cursor_problem
-    if _wants_json(request):
+    if wants_json(request):
         return JsonResponse(json_twins.request_list(filters, page))
     ctx = {
         "filters": filters,
@@ -75,7 +72,7 @@ def request_detail(request: HttpRequest, request_id: str) -> HttpResponse:
     detail = load_request(request_id)
     if detail is None:
         raise Http404(f"No request {request_id!r} in this ledger")
-    if _wants_json(request):
+    if wants_json(request):
         return JsonResponse(json_twins.request_detail(detail))
     ctx = {
         "d": detail,
@@ -112,10 +109,10 @@ def chart(request: HttpRequest, chart: str) -> HttpResponse:
     try:
         result = charts.CHARTS[chart].build(filters)
     except LedgerQueryTimeout as error:
-        if _wants_json(request):
+        if wants_json(request):
             raise  # the middleware answers JSON clients
         # Keep the card's title: say which chart could not be drawn, and how to get it.
         return render(request, "pipeline/chart.html", ctx | {"error": str(error)}, status=503)
-    if _wants_json(request):
+    if wants_json(request):
         return JsonResponse(result.data, safe=False)
     return render(request, "pipeline/chart.html", ctx | {"result": result})

@@ -2,10 +2,7 @@
 
 from dataclasses import dataclass, field
 
-from django.db import connections
-
 from ledgerweb import sqlite
-from ledgerweb.db import LEDGER
 from ledgerweb.text import first_line
 from ledgerweb.timestamps import elapsed_ms
 from sessions import tree
@@ -112,14 +109,8 @@ def load_tree(session: Session) -> SessionTree:
     return SessionTree(session, turns, layout, _related(session), problems)
 
 
-def _rows(sql: str, params) -> list[tuple]:
-    with connections[LEDGER].cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
 def _session_turns(session_id: str) -> dict[str, TurnInfo]:
-    rows = _rows(f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = %s", [session_id])
+    rows = sqlite.rows(f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = %s", [session_id])
     return {row[0]: TurnInfo(*row) for row in rows}
 
 
@@ -134,7 +125,7 @@ def _add_inherited_turns(session: Session, turns: dict[str, TurnInfo], problems)
         return
     starts_sql, starts_param = sqlite.in_list(starts)
     # UNION (not UNION ALL) drops repeated rows, so a cycle in parent_turn_id ends the walk.
-    rows = _rows(
+    rows = sqlite.rows(
         f"""WITH RECURSIVE up(id) AS (
                 SELECT id FROM turns WHERE id IN {starts_sql}
                 UNION
@@ -161,7 +152,7 @@ def add_aggregates(turns: dict[str, TurnInfo]) -> None:
     if not turns:
         return
     ids_sql, ids = sqlite.in_list(turns)
-    for turn_id, calls, failed in _rows(
+    for turn_id, calls, failed in sqlite.rows(
         f"""SELECT turn_id, count(*), sum(status = 'failed') FROM tool_calls
             WHERE turn_id IN {ids_sql} GROUP BY turn_id""",
         ids,
@@ -169,7 +160,7 @@ def add_aggregates(turns: dict[str, TurnInfo]) -> None:
         turns[turn_id].tool_calls, turns[turn_id].failed_tool_calls = calls, failed or 0
     # The query a turn answers: its first user message (else its first message of any role).
     # One indexed lookup per turn (idx_messages_turn) instead of sorting all the messages.
-    for turn_id, content in _rows(
+    for turn_id, content in sqlite.rows(
         f"""SELECT t.value, (SELECT substr(m.content, 1, 400) FROM messages m
                              WHERE m.turn_id = t.value
                              ORDER BY m.role != 'user', m.sequence LIMIT 1)
@@ -179,7 +170,7 @@ def add_aggregates(turns: dict[str, TurnInfo]) -> None:
         if content is not None:
             turns[turn_id].preview = first_line(content, 140)
     if "compactions" in sqlite.table_names():
-        for turn_id, summary in _rows(
+        for turn_id, summary in sqlite.rows(
             f"SELECT turn_id, substr(summary, 1, 400) FROM compactions WHERE turn_id IN {ids_sql}",
             ids,
         ):
@@ -215,7 +206,7 @@ def _related(session: Session) -> Related:
         related.parent = Session.objects.filter(id=routing.parent_session_id).first()
         related.parent_missing = related.parent is None
     if routing.tool_call_id:
-        rows = _rows(
+        rows = sqlite.rows(
             "SELECT id, turn_id, tool_name FROM tool_calls WHERE id = %s", [routing.tool_call_id]
         )
         if rows:
@@ -232,7 +223,7 @@ def _related(session: Session) -> Related:
 
 def turn_info(turn_id: str) -> TurnInfo | None:
     """One turn with its aggregates, for the panel opened beside an already drawn tree."""
-    rows = _rows(f"SELECT {TURN_COLUMNS} FROM turns WHERE id = %s", [turn_id])
+    rows = sqlite.rows(f"SELECT {TURN_COLUMNS} FROM turns WHERE id = %s", [turn_id])
     if not rows:
         return None
     info = TurnInfo(*rows[0])

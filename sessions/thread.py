@@ -4,10 +4,8 @@ turn remembers (seeds/004: "a turn viewed with all its ancestry")."""
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import connections
 
 from ledgerweb import sqlite
-from ledgerweb.db import LEDGER
 from ledgerweb.text import first_line, parse_json
 from sessions.detail import TURN_COLUMNS, TurnInfo, add_aggregates
 
@@ -127,15 +125,9 @@ def context_window_of(model: str | None) -> int | None:
     return windows[max(prefixes, key=len)] if prefixes else None
 
 
-def _rows(sql: str, params) -> list[tuple]:
-    with connections[LEDGER].cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
 def ancestor_path(turn_id: str) -> tuple[list[TurnInfo], list[str]]:
     """The turns from the root down to `turn_id`, and what is wrong with the chain if anything."""
-    rows = _rows(
+    rows = sqlite.rows(
         f"""WITH RECURSIVE up(id) AS (
                 SELECT %s
                 UNION
@@ -195,7 +187,7 @@ def _add_contents(turn_ids: list[str], steps: dict[str, ThreadStep], full_text: 
         return
     ids_sql, ids = sqlite.in_list(turn_ids)
     limit = 1_000_000_000 if full_text else THREAD_PREVIEW_CHARS
-    for row in _rows(
+    for row in sqlite.rows(
         f"""SELECT id, turn_id, role, sequence, created_at, substr(content, 1, %s),
                    length(content)
             FROM messages WHERE turn_id IN {ids_sql} ORDER BY sequence, created_at, id""",
@@ -205,7 +197,7 @@ def _add_contents(turn_ids: list[str], steps: dict[str, ThreadStep], full_text: 
     # The page shows only names and statuses: not reading the payload columns (and error, which
     # is stored after them) keeps SQLite off the overflow pages of big results.
     payload = "parameters, result, error" if full_text else "NULL, NULL, NULL"
-    for row in _rows(
+    for row in sqlite.rows(
         f"""SELECT id, turn_id, tool_name, status, sequence, {payload}
             FROM tool_calls WHERE turn_id IN {ids_sql} ORDER BY sequence, started_at, id""",
         ids,
@@ -218,7 +210,7 @@ def _latest_compaction(steps, ids_sql, ids, problems) -> Compacted | None:
     it kept, and the turns after it (seeds/004, "Compaction")."""
     if "compactions" not in sqlite.table_names():
         return None
-    rows = _rows(
+    rows = sqlite.rows(
         f"""SELECT turn_id, summary, summarized_turn_ids, kept_turn_ids, tokens_before,
                    tokens_after FROM compactions WHERE turn_id IN {ids_sql}""",
         ids,

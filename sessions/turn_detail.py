@@ -2,10 +2,7 @@
 
 from dataclasses import dataclass, field
 
-from django.db import connections
-
 from ledgerweb import sqlite
-from ledgerweb.db import LEDGER
 from ledgerweb.text import PREVIEW_CHARS, JsonText, render_markdown, show_json
 from ledgerweb.timestamps import elapsed_ms
 from sessions.kinds import children_prefix
@@ -61,16 +58,10 @@ class TurnDetail:
     problems: list[str] = field(default_factory=list)
 
 
-def _rows(sql: str, params) -> list[tuple]:
-    with connections[LEDGER].cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
-
-
 def load_turn_detail(session_id: str, turn_id: str) -> TurnDetail:
     messages = [
         MessageView(*row)
-        for row in _rows(
+        for row in sqlite.rows(
             """SELECT id, role, sequence, created_at, substr(content, 1, %s), length(content)
                FROM messages WHERE turn_id = %s ORDER BY sequence, created_at, id""",
             [PREVIEW_CHARS, turn_id],
@@ -78,7 +69,7 @@ def load_turn_detail(session_id: str, turn_id: str) -> TurnDetail:
     ]
     calls = [
         ToolCallView(*row)
-        for row in _rows(
+        for row in sqlite.rows(
             f"SELECT {CALL_COLUMNS} FROM tool_calls WHERE turn_id = %s"
             " ORDER BY sequence, started_at, id",
             [turn_id],
@@ -89,7 +80,7 @@ def load_turn_detail(session_id: str, turn_id: str) -> TurnDetail:
     _link_subagents(session_id, calls)
     children = [
         r[0]
-        for r in _rows(
+        for r in sqlite.rows(
             "SELECT id FROM turns WHERE parent_turn_id = %s ORDER BY started_at, id", [turn_id]
         )
     ]
@@ -97,7 +88,7 @@ def load_turn_detail(session_id: str, turn_id: str) -> TurnDetail:
     if "nexus_requests" in sqlite.table_names():
         request_ids = [
             r[0]
-            for r in _rows(
+            for r in sqlite.rows(
                 "SELECT id FROM nexus_requests WHERE turn_id = %s ORDER BY started_at LIMIT 20",
                 [turn_id],
             )
@@ -115,7 +106,7 @@ CALL_COLUMNS = "id, tool_name, status, started_at, completed_at, sequence, error
 
 def add_payloads(calls: list[ToolCallView], turn_id: str) -> None:
     by_id = {c.id: c for c in calls}
-    for call_id, params, params_len, result, result_len in _rows(
+    for call_id, params, params_len, result, result_len in sqlite.rows(
         """SELECT id, substr(parameters, 1, %s), length(parameters), substr(result, 1, %s),
                   length(result) FROM tool_calls WHERE turn_id = %s""",
         [PREVIEW_CHARS, PREVIEW_CHARS, turn_id],
@@ -127,7 +118,7 @@ def add_payloads(calls: list[ToolCallView], turn_id: str) -> None:
 
 def load_tool_call(turn_id: str, call_id: str) -> ToolCallView | None:
     """One tool call with its payloads, for the body of a call opened in a long list."""
-    rows = _rows(
+    rows = sqlite.rows(
         f"SELECT {CALL_COLUMNS} FROM tool_calls WHERE turn_id = %s AND id = %s", [turn_id, call_id]
     )
     if not rows:
@@ -143,7 +134,7 @@ def _link_subagents(session_id: str, calls: list[ToolCallView]) -> None:
     by_call = {c.id: c for c in calls}
     if not by_call:
         return
-    for child_id, routing_key in _rows(
+    for child_id, routing_key in sqlite.rows(
         "SELECT id, routing_key FROM sessions WHERE routing_key >= %s AND routing_key < %s",
         [low, high],
     ):
@@ -172,5 +163,7 @@ def load_payload(turn_id: str, kind: str, item_id: str) -> str | None:
     if kind not in columns:
         return None
     table, column = columns[kind]
-    rows = _rows(f"SELECT {column} FROM {table} WHERE id = %s AND turn_id = %s", [item_id, turn_id])
+    rows = sqlite.rows(
+        f"SELECT {column} FROM {table} WHERE id = %s AND turn_id = %s", [item_id, turn_id]
+    )
     return rows[0][0] if rows else None

@@ -7,6 +7,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from ledgerweb import sqlite
+from ledgerweb.http import wants_json
 from ledgerweb.text import show_json
 from sessions import compare as comparing
 from sessions import export as exporting
@@ -21,10 +22,6 @@ from sessions.thread import load_thread
 from sessions.turn_detail import add_payloads, load_payload, load_tool_call, load_turn_detail
 
 
-def _wants_json(request: HttpRequest) -> bool:
-    return request.GET.get("format") == "json"
-
-
 def _get_session(session_id: str) -> Session:
     session = Session.objects.filter(id=session_id).first()
     if session is None:
@@ -36,7 +33,7 @@ def _get_session(session_id: str) -> Session:
 def session_list(request: HttpRequest) -> HttpResponse:
     filters = SessionFilters.from_query(request.GET)
     page = session_page(filters)
-    if _wants_json(request):
+    if wants_json(request):
         return JsonResponse(json_twins.session_list(filters, page))
     ctx = {
         "filters": filters,
@@ -79,7 +76,7 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
 def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     session = _get_session(session_id)
     ctx = _session_context(request, session, None)
-    if _wants_json(request):
+    if wants_json(request):
         return JsonResponse(json_twins.session_detail(ctx["tree"]))
     if ctx["selected_id"]:
         ctx |= _turn_context(session, ctx["tree"].turns[ctx["selected_id"]].id, ctx["tree"])
@@ -110,7 +107,7 @@ def turn_detail(request: HttpRequest, session_id: str, turn_id: str) -> HttpResp
     if turn_id not in ctx["tree"].turns:
         raise Http404(f"No turn {turn_id!r} in session {session_id!r}")
     ctx |= _turn_context(session, turn_id, ctx["tree"])
-    if _wants_json(request):
+    if wants_json(request):
         if ctx["detail"].tool_calls and ctx["detail"].tool_calls[0].parameters is None:
             add_payloads(ctx["detail"].tool_calls, turn_id)  # scripts get every payload
         return JsonResponse(json_twins.turn(ctx["turn"], ctx["detail"]))
@@ -146,7 +143,7 @@ def thread(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     the_thread = load_thread(turn_id)
     if the_thread is None:
         raise Http404(f"No turn {turn_id!r}")
-    if _wants_json(request):
+    if wants_json(request):
         return JsonResponse(json_twins.thread(the_thread))
     ctx = {
         "session": session,
@@ -194,7 +191,7 @@ def compare(request: HttpRequest, session_id: str) -> HttpResponse:
     session = _get_session(session_id)
     a, b = request.GET.get("a", ""), request.GET.get("b", "")
     result = comparing.compare(a, b) if a and b else None
-    if _wants_json(request):
+    if wants_json(request):
         if result is None:
             return JsonResponse({"error": "choose two turns: ?a=<turn id>&b=<turn id>"}, status=400)
         return JsonResponse(asdict(result), safe=False)

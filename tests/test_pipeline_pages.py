@@ -422,10 +422,11 @@ def test_a_chart_that_takes_too_long_says_so_in_its_card(
 ):
     from dataclasses import replace
 
+    from ledgerweb import sqlite
     from pipeline import charts
 
     def endless(f):
-        charts._rows(
+        sqlite.rows(
             "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n)"
             " SELECT count(*) FROM n",
             [],
