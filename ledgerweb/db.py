@@ -56,23 +56,29 @@ def ledger_path_of(alias: str = LEDGER) -> Path:
     return Path(name)
 
 
+def in_ledger(model) -> bool:
+    """The ledger apps' unmanaged models are the ledger's tables; their managed models (the
+    pipeline's rollups) are ours and live in Django's database."""
+    return model._meta.app_label in LEDGER_APPS and not model._meta.managed
+
+
 class LedgerRouter:
-    """Sends the ledger apps to the read-only ledger and keeps migrate away from the ledger."""
+    """Sends the ledger's tables to the read-only ledger and keeps migrate away from the ledger."""
 
     def db_for_read(self, model, **hints):
-        return LEDGER if model._meta.app_label in LEDGER_APPS else None
+        return LEDGER if in_ledger(model) else None
 
     def db_for_write(self, model, **hints):
         # Writes are routed to the read-only alias on purpose: an accidental .save() fails.
-        return LEDGER if model._meta.app_label in LEDGER_APPS else None
+        return LEDGER if in_ledger(model) else None
 
     def allow_relation(self, obj1, obj2, **hints):
-        in_ledger = {obj._meta.app_label in LEDGER_APPS for obj in (obj1, obj2)}
-        return len(in_ledger) == 1 or None
+        return len({in_ledger(obj) for obj in (obj1, obj2)}) == 1 or None
 
     def allow_migrate(self, db, app_label, model_name=None, **hints):
         if db in LEDGER_ALIASES:
             return False  # never create, alter or record anything in someone's ledger
-        if app_label in LEDGER_APPS:
+        model = hints.get("model")
+        if app_label in LEDGER_APPS and (model is None or in_ledger(model)):
             return False  # unmanaged: their tables are the ledger's, not ours
         return None

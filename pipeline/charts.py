@@ -1,23 +1,26 @@
-"""The pipeline dashboard's charts: each an aggregate query bounded by a time window on the
-started_at index, its data (the JSON twin) and a Plotly figure built here as a plain dict.
+"""The pipeline dashboard's charts: each sums one kind of facts over a time window (stored hourly
+rollups plus the same query run live on the ledger for the rest, see pipeline/rollups.py), its
+data (the JSON twin) and a Plotly figure built here as a plain dict.
 
 Every bar a person can click carries the request-list URL that selects exactly the rows it counts
 (the same window, the same filters), so a chart is also a way into the list.
 """
 
-import json
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from urllib.parse import urlencode
 
+import numpy as np
 from django.urls import reverse
 from django.utils import timezone
 
-from ledgerweb import sqlite
 from ledgerweb.timestamps import ms_to_datetime, now_ms
+from pipeline import rollups
 from pipeline.filters import WINDOWS, RequestFilters
-from pipeline.signatures import SQL_FUNCTION
+from pipeline.rollups import HOUR
 from pipeline.stages import STAGE_INDEX, STAGES, STATUSES
 
 STATUS_COLOURS = {
@@ -29,8 +32,6 @@ STATUS_COLOURS = {
 OTHER_COLOUR = "#8a8f98"
 HOOK_COLOURS = (("matched", "#8a8f98"), ("fired", "#2b8fd9"), ("handled", "#2f9e68"))
 TOP = 10
-# A stage timing above this (a year) is junk, not a duration: 1e400 in the JSON reads as inf.
-MAX_STAGE_MS = 365 * 86_400_000
 
 
 @dataclass
@@ -59,15 +60,27 @@ class DashboardFilters:
             f.since_ms, f.until_ms, f.window = now - WINDOWS["24h"], now, "24h"
         return f
 
-    def where(self) -> tuple[str, list]:
-        clauses, params = ["started_at >= %s", "started_at < %s"], [self.since_ms, self.until_ms]
-        if self.source:
-            clauses.append("event_source = %s")
-            params.append(self.source)
-        if self.persona:
-            clauses.append("session_persona = %s")
-            params.append(self.persona)
-        return " AND ".join(clauses), params
+    @cached_property
+    def scope(self) -> rollups.Scope:
+        return rollups.Scope(self.since_ms, self.until_ms, self.source, self.persona)
+
+    @cached_property
+    def plan(self) -> rollups.Plan:
+        return rollups.plan(self.since_ms, self.until_ms)
+
+    def unsummarised_hours(self) -> int:
+        """Hours of the window read live because their rollups are missing (not counting the
+        window's partial first and last hour)."""
+        live_ms = sum(end - start for start, end in self.plan.live)
+        return max(0, live_ms // HOUR - 2)
+
+    def facts(self, kind: str, bucket_ms: int | None = None) -> list[tuple]:
+        """(bucket, source, key, sub, n, total, last) rows of one kind over the window. Stored
+        hours cannot be cut into smaller buckets: such a chart reads its window live."""
+        the_plan = self.plan
+        if bucket_ms and bucket_ms % HOUR:
+            the_plan = rollups.Plan(stored=[], live=[(self.since_ms, self.until_ms)])
+        return rollups.facts(self.scope, the_plan, kind, bucket_ms)
 
     def list_url(self, since_ms: int | None = None, until_ms: int | None = None, **extra) -> str:
         """The request list selecting exactly the rows of a chart's bar."""
@@ -89,13 +102,14 @@ class DashboardFilters:
 
     @property
     def bucket_ms(self) -> int:
-        """About 24–60 buckets whatever the window, on round sizes."""
+        """At most 60 buckets on round sizes, whole hours from a 12-hour window up (so stored
+        hourly rollups fill them: 24 h → hours, 7 d → 3 h, 30 d → 12 h)."""
         span = self.until_ms - self.since_ms
-        for size in (60_000, 120_000, 300_000, 900_000, 1_800_000, 3_600_000, 3 * 3_600_000,
-                     6 * 3_600_000, 12 * 3_600_000, 86_400_000, 7 * 86_400_000):  # fmt: skip
-            if span / size <= 60:
+        for size in (60_000, 120_000, 300_000, 900_000, 1_800_000, HOUR, 3 * HOUR, 6 * HOUR,
+                     12 * HOUR, 24 * HOUR, 7 * 24 * HOUR):  # fmt: skip
+            if span / size <= 60 and (size >= HOUR or span < 12 * HOUR):
                 return size
-        return 30 * 86_400_000
+        return 30 * 24 * HOUR
 
 
 @dataclass
@@ -126,51 +140,34 @@ def _layout(**extra) -> dict:
 # -- 1. Stage timings ---------------------------------------------------------------------------
 
 
-def percentile(counts: list[tuple[float, int]], q: float) -> float | None:
-    """The q-th percentile (nearest rank) of a distribution given as sorted (value, count)."""
-    total = sum(c for _, c in counts)
-    if not total:
-        return None
-    rank = max(1, math.ceil(q * total))
-    seen = 0
-    for value, count in counts:
-        seen += count
-        if seen >= rank:
-            return value
-    return counts[-1][0]
+def distribution_stats(values: np.ndarray, counts: np.ndarray) -> dict:
+    """Count, min, max and nearest-rank percentiles of values occurring `counts` times each."""
+    order = np.argsort(values, kind="stable")
+    values, cumulative = values[order], np.cumsum(counts[order])
+    total = int(cumulative[-1])
+
+    def at_rank(q: float):
+        rank = max(1, math.ceil(q * total))
+        return _plain(values[np.searchsorted(cumulative, rank)])
+
+    stats = {"count": total}
+    stats |= {f"p{round(q * 100)}": at_rank(q) for q in (0.25, 0.5, 0.75, 0.95, 0.99)}
+    return stats | {"min": _plain(values[0]), "max": _plain(values[-1])}
+
+
+def _plain(value: np.float64) -> int | float:
+    """A number as JSON writes it: timings are whole milliseconds, mostly."""
+    number = float(value)
+    return int(number) if number.is_integer() else number
 
 
 def stage_timings(f: DashboardFilters) -> ChartResult:
-    where, params = f.where()
-    items = sqlite.json_object_items("stage_timings")
-    rows = sqlite.rows(
-        f"""SELECT item.key, item.value, count(*) FROM nexus_requests, {items} AS item
-            WHERE {where} AND item.type IN ('integer', 'real')
-              AND item.value >= 0 AND item.value < %s
-            GROUP BY item.key, item.value ORDER BY item.key, item.value""",
-        [*params, MAX_STAGE_MS],
-    )
-    by_stage: dict[str, list[tuple[float, int]]] = {}
-    for stage, value, count in rows:
-        by_stage.setdefault(stage, []).append((value, count))
-    order = sorted(by_stage, key=lambda s: (STAGE_INDEX.get(s, len(STAGES)), s))
-    stats = []
-    for stage in order:
-        counts = by_stage[stage]
-        stats.append(
-            {
-                "stage": stage,
-                "known": stage in STAGE_INDEX,
-                "count": sum(c for _, c in counts),
-                "p25": percentile(counts, 0.25),
-                "p50": percentile(counts, 0.50),
-                "p75": percentile(counts, 0.75),
-                "p95": percentile(counts, 0.95),
-                "p99": percentile(counts, 0.99),
-                "min": counts[0][0],
-                "max": counts[-1][0],
-            }
-        )
+    distributions = rollups.timing_distributions(f.scope, f.plan)
+    order = sorted(distributions, key=lambda s: (STAGE_INDEX.get(s, len(STAGES)), s))
+    stats = [
+        {"stage": stage, "known": stage in STAGE_INDEX} | distribution_stats(*distributions[stage])
+        for stage in order
+    ]
     names = [s["stage"] + ("" if s["known"] else " (unknown)") for s in stats]
     bars = [
         {"type": "bar", "name": label, "x": names, "y": [s[key] for s in stats],
@@ -211,8 +208,14 @@ def stage_timings(f: DashboardFilters) -> ChartResult:
 
 
 def _buckets(f: DashboardFilters) -> list[int]:
+    """Bucket starts, aligned on multiples of the bucket size (round times): the first and last
+    bucket may be cut by the window, see _bucket_range."""
     size = f.bucket_ms
-    return list(range(f.since_ms, f.until_ms, size))
+    return list(range(f.since_ms // size * size, f.until_ms, size))
+
+
+def _bucket_range(f: DashboardFilters, start: int) -> tuple[int, int]:
+    return max(start, f.since_ms), min(start + f.bucket_ms, f.until_ms)
 
 
 def _axis_times(starts: list[int]) -> list[str]:
@@ -222,17 +225,12 @@ def _axis_times(starts: list[int]) -> list[str]:
 
 
 def throughput(f: DashboardFilters) -> ChartResult:
-    where, params = f.where()
     size = f.bucket_ms
-    rows = sqlite.rows(
-        f"""SELECT (started_at - %s) / %s AS bucket, status, count(*) FROM nexus_requests
-            WHERE {where} GROUP BY bucket, status""",
-        [f.since_ms, size, *params],
-    )
     starts = _buckets(f)
+    index = {start: i for i, start in enumerate(starts)}
     counts: dict[str, list[int]] = {}
-    for bucket, status, count in rows:
-        counts.setdefault(status, [0] * len(starts))[int(bucket)] += count
+    for bucket, _, _, status, n, _, _ in f.facts("source", size):
+        counts.setdefault(status, [0] * len(starts))[index[bucket]] += n
     statuses = [s for s in STATUSES if s in counts] + sorted(set(counts) - set(STATUSES))
     totals = [sum(counts[s][i] for s in statuses) for i in range(len(starts))]
     failed = counts.get("failed", [0] * len(starts))
@@ -245,9 +243,7 @@ def throughput(f: DashboardFilters) -> ChartResult:
             "x": x,
             "y": counts[status],
             "marker": {"color": STATUS_COLOURS.get(status, OTHER_COLOUR)},
-            "customdata": [
-                f.list_url(start, min(start + size, f.until_ms), status=status) for start in starts
-            ],
+            "customdata": [f.list_url(*_bucket_range(f, start), status=status) for start in starts],
             "hovertemplate": f"{status}: %{{y}}<extra></extra>",
         }
         for status in statuses
@@ -275,8 +271,8 @@ def throughput(f: DashboardFilters) -> ChartResult:
         "bucket_ms": size,
         "buckets": [
             {
-                "start": start,
-                "end": min(start + size, f.until_ms),
+                "start": _bucket_range(f, start)[0],
+                "end": _bucket_range(f, start)[1],
                 "total": totals[i],
                 "failure_rate": rates[i],
             }
@@ -291,20 +287,17 @@ def throughput(f: DashboardFilters) -> ChartResult:
 
 
 def failures(f: DashboardFilters) -> ChartResult:
-    where, params = f.where()
-    by_stage = sqlite.rows(
-        f"""SELECT coalesce(error_stage, ''), count(*) FROM nexus_requests
-            WHERE {where} AND status = 'failed' GROUP BY 1""",
-        params,
+    stage_counts: Counter = Counter()
+    by_signature: dict[tuple[str, str], list[int]] = {}
+    for _, _, stage, sig, n, _, last in f.facts("failure"):
+        stage_counts[stage] += n
+        seen = by_signature.setdefault((stage, sig), [0, last])
+        seen[0], seen[1] = seen[0] + n, max(seen[1], last)
+    by_stage = sorted(
+        stage_counts.items(), key=lambda r: (STAGE_INDEX.get(r[0], len(STAGES)), r[0])
     )
-    by_stage.sort(key=lambda r: (STAGE_INDEX.get(r[0], len(STAGES)), r[0]))
-    signatures = sqlite.rows(
-        f"""SELECT coalesce(error_stage, ''), {SQL_FUNCTION}(error_message) AS sig, count(*),
-                   max(started_at)
-            FROM nexus_requests WHERE {where} AND status = 'failed'
-            GROUP BY 1, 2 ORDER BY 3 DESC, 4 DESC LIMIT %s""",
-        [*params, TOP],
-    )
+    top = sorted(by_signature.items(), key=lambda kv: (-kv[1][0], -kv[1][1]))[:TOP]
+    signatures = [(stage, sig, count, last) for (stage, sig), (count, last) in top]
     labels = [stage or "(no error_stage)" for stage, _ in by_stage]
     figure = {
         "data": [
@@ -342,36 +335,10 @@ def failures(f: DashboardFilters) -> ChartResult:
 # -- 4. Hook effectiveness ----------------------------------------------------------------------
 
 
-def hook_names(raw) -> set[str]:
-    """The hook names of a hooks_* column: the strings of a valid JSON array, each once. The
-    request list's hook filter matches exactly these (sqlite.json_array_has)."""
-    if not isinstance(raw, str):
-        return set()
-    try:
-        items = json.loads(raw)
-    except (ValueError, RecursionError):
-        return set()
-    return {item for item in items if isinstance(item, str)} if isinstance(items, list) else set()
-
-
 def hooks(f: DashboardFilters) -> ChartResult:
-    where, params = f.where()
     counts: dict[str, dict[str, int]] = {}
-    # One pass: the window holds few distinct (matched, fired, handled) combinations, each
-    # parsed once here, instead of three json_each passes over every row.
-    for matched, fired, handled, rows in sqlite.rows(
-        f"""SELECT hooks_matched, hooks_fired, hooks_handled = 1, count(*) FROM nexus_requests
-            WHERE {where} GROUP BY 1, 2, 3""",
-        params,
-    ):
-        fired_names = hook_names(fired)
-        for key, names in (
-            ("matched", hook_names(matched)),
-            ("fired", fired_names),
-            ("handled", fired_names if handled else set()),
-        ):
-            for hook in names:
-                counts.setdefault(hook, {"matched": 0, "fired": 0, "handled": 0})[key] += rows
+    for _, _, hook, state, n, _, _ in f.facts("hooks"):
+        counts.setdefault(hook, {"matched": 0, "fired": 0, "handled": 0})[state] += n
     table = []
     for hook, c in sorted(counts.items(), key=lambda kv: -kv[1]["matched"]):
         fire_rate = c["fired"] / c["matched"] if c["matched"] else None
@@ -411,16 +378,10 @@ def hooks(f: DashboardFilters) -> ChartResult:
 
 
 def _status_splits(f: DashboardFilters) -> dict[str, dict]:
-    """Requests by source and by principal, each split by status, from ONE pass over the window
-    (a grouped count per source × principal × status, summed up here)."""
-    where, params = f.where()
+    """Requests by source and by principal, each split by status."""
     splits: dict[str, dict] = {"event_source": {}, "principal_id": {}}
-    for source, principal, status, count in sqlite.rows(
-        f"""SELECT event_source, principal_id, status, count(*) FROM nexus_requests
-            WHERE {where} GROUP BY 1, 2, 3""",
-        params,
-    ):
-        for column, key in (("event_source", source), ("principal_id", principal)):
+    for column, kind in (("event_source", "source"), ("principal_id", "principal")):
+        for _, _, key, status, count, _, _ in f.facts(kind):
             if key is not None:
                 by_status = splits[column].setdefault(key, {})
                 by_status[status] = by_status.get(status, 0) + count
@@ -472,25 +433,17 @@ def sources(f: DashboardFilters) -> ChartResult:
 
 
 def tokens(f: DashboardFilters) -> ChartResult:
-    where, params = f.where()
     size = f.bucket_ms
-    rows = sqlite.rows(
-        f"""SELECT (started_at - %s) / %s AS bucket, coalesce(agent_model, '(none)'),
-                   sum(CASE WHEN typeof(agent_tokens_total) = 'integer'
-                            THEN agent_tokens_total ELSE 0 END), count(*)
-            FROM nexus_requests WHERE {where} AND agent_tokens_total IS NOT NULL
-            GROUP BY 1, 2""",
-        [f.since_ms, size, *params],
-    )
     starts = _buckets(f)
+    index = {start: i for i, start in enumerate(starts)}
     by_model: dict[str, list[int]] = {}
-    for bucket, model, total, _ in rows:
-        by_model.setdefault(model, [0] * len(starts))[int(bucket)] += total
+    for bucket, _, model, _, _, total, _ in f.facts("tokens", size):
+        by_model.setdefault(model, [0] * len(starts))[index[bucket]] += total
     models = sorted(by_model, key=lambda m: -sum(by_model[m]))
     figure = {
         "data": [
             {"type": "bar", "name": model, "x": _axis_times(starts), "y": by_model[model],
-             "customdata": [f.list_url(start, min(start + size, f.until_ms), model=model)
+             "customdata": [f.list_url(*_bucket_range(f, start), model=model)
                             for start in starts],
              "hovertemplate": f"{model}: %{{y:,}} tokens<extra></extra>"}
             for model in models
@@ -506,16 +459,13 @@ def tokens(f: DashboardFilters) -> ChartResult:
 
 
 def delivery(f: DashboardFilters) -> ChartResult:
-    where, params = f.where()
-    rows = sqlite.rows(
-        f"""SELECT delivery_channel,
-                   sum(CASE WHEN delivery_success = 1 THEN 1 ELSE 0 END),
-                   sum(CASE WHEN delivery_success = 0 THEN 1 ELSE 0 END),
-                   sum(CASE WHEN delivery_success IS NULL THEN 1 ELSE 0 END)
-            FROM nexus_requests WHERE {where} AND delivery_channel IS NOT NULL
-            GROUP BY 1 ORDER BY 1""",
-        params,
-    )
+    by_channel: dict[str, Counter] = {}
+    for _, _, channel, state, n, _, _ in f.facts("delivery"):
+        by_channel.setdefault(channel, Counter())[state] += n
+    rows = [
+        (channel, c["yes"], c["no"], c["unknown"])
+        for channel, c in sorted(by_channel.items(), key=lambda kv: kv[0])
+    ]
     channels = [str(r[0]) for r in rows]
     figure = {
         "data": [

@@ -82,7 +82,10 @@ class RequestDetail:
         return elapsed
 
 
-def load_request(request_id: str) -> RequestDetail | None:
+def load_request(request_id: str, with_similar: bool = True) -> RequestDetail | None:
+    """A request and what the page shows about it. `with_similar=False` leaves out the similar
+    failures' count: for a rare message it reads every failure of the stage (~1 s on a million
+    rows), so the page loads it afterwards (similar_failures view) instead of waiting for it."""
     r = NexusRequest.objects.filter(id=request_id).first()
     if r is None:
         return None
@@ -111,6 +114,8 @@ def load_request(request_id: str) -> RequestDetail | None:
         if json_field.problem:
             detail.problems.append(json_field.problem)
     _add_context(detail)
+    if with_similar:
+        count_similar(detail)
     return detail
 
 
@@ -137,8 +142,6 @@ def _add_context(detail: RequestDetail) -> None:
     detail.same_session = _related("session_key", r.session_key, r.id)
     if r.status == "failed":
         detail.signature = signature(r.error_message)
-        similar = RequestFilters.from_query(similar_query(detail))
-        detail.similar = capped(similar.queryset(), SIMILAR_CAP)
     if isinstance(r.started_at, int):
         # Walk started_at from this request outwards to the nearest failure (the status index
         # would read every failure ever and sort them). The plain range bound keeps SQLite on
@@ -160,6 +163,12 @@ def _add_context(detail: RequestDetail) -> None:
         detail.turn_missing = detail.turn_session_id is None
         if detail.turn_missing:
             detail.problems.append(f"turn_id {r.turn_id} does not exist in this ledger")
+
+
+def count_similar(detail: RequestDetail) -> None:
+    if detail.request.status == "failed":
+        similar = RequestFilters.from_query(similar_query(detail))
+        detail.similar = capped(similar.queryset(), SIMILAR_CAP)
 
 
 def similar_query(detail: RequestDetail) -> dict[str, str]:

@@ -8,4 +8,5 @@ urlpatterns = [
     path("charts/<slug:chart>/", views.chart, name="chart"),
     path("requests/", views.request_list, name="requests"),
     path("requests/<id:request_id>/", views.request_detail, name="request"),
+    path("requests/<id:request_id>/similar/", views.similar_failures, name="similar"),
 ]

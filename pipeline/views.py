@@ -69,7 +69,7 @@ def request_list(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def request_detail(request: HttpRequest, request_id: str) -> HttpResponse:
-    detail = load_request(request_id)
+    detail = load_request(request_id, with_similar=wants_json(request))
     if detail is None:
         raise Http404(f"No request {request_id!r} in this ledger")
     if wants_json(request):
@@ -115,4 +115,25 @@ def chart(request: HttpRequest, chart: str) -> HttpResponse:
         return render(request, "pipeline/chart.html", ctx | {"error": str(error)}, status=503)
     if wants_json(request):
         return JsonResponse(result.data, safe=False)
+    if (unsummarised := filters.unsummarised_hours()) > 2:
+        result.notes.append(
+            f"{unsummarised} hours of this window are not summarised yet and were read from the"
+            " ledger; they are summarised a second's worth per chart load, or all at once by"
+            " `manage.py ledger_rollup`."
+        )
     return render(request, "pipeline/chart.html", ctx | {"result": result})
+
+
+@require_GET
+def similar_failures(request: HttpRequest, request_id: str) -> HttpResponse:
+    """The request page's similar-failures line, loaded after the page (see load_request)."""
+    detail = load_request(request_id)
+    if detail is None:
+        raise Http404(f"No request {request_id!r} in this ledger")
+    ctx = {
+        "d": detail,
+        "r": detail.request,
+        "similar_query": similar_query(detail),
+        "counted": True,
+    }
+    return render(request, "pipeline/request.html#similar", ctx)

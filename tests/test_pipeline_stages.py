@@ -103,6 +103,6 @@ def test_names_with_digits_are_not_masked_and_only_the_first_line_counts():
     ],
 )
 def test_hook_names_are_the_strings_of_a_valid_array(raw, names):
-    from pipeline.charts import hook_names
+    from pipeline.rollups import hook_names
 
     assert hook_names(raw) == names

@@ -5,6 +5,7 @@ from django.apps import apps
 from django.db import models
 
 from ledgerweb import schema
+from ledgerweb.db import in_ledger
 
 # SQLite's declared type for each kind of model field we use.
 DECLARED_TYPE = {
@@ -14,8 +15,10 @@ DECLARED_TYPE = {
     models.BooleanField: "BOOLEAN",
 }
 LEDGER_MODELS = [
-    *apps.get_app_config("conversations").get_models(),
-    *apps.get_app_config("pipeline").get_models(),
+    model
+    for label in ("conversations", "pipeline")
+    for model in apps.get_app_config(label).get_models()
+    if in_ledger(model)  # not the pipeline's rollups: those are ours, in Django's database
 ]
 
 

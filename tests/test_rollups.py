@@ -1,0 +1,179 @@
+"""The dashboard's hourly rollups (pipeline/rollups.py) are an optimisation, never a different
+answer: every chart read from stored hours equals the same chart read live from the ledger, with
+and without filters, on messy rows; and a stored hour is not trusted once its rows change."""
+
+import json
+import random
+
+import pytest
+from builders import LEDGER_DB, T0
+from django.db import connections
+
+from ledgerweb.db import LEDGER
+from pipeline import rollups
+from pipeline.charts import CHARTS
+from pipeline.models import RollupFact, RollupHour
+
+pytestmark = LEDGER_DB
+H = rollups.HOUR
+# Not on hour boundaries, and over 12 hours so that charts bucket by whole hours.
+SINCE, UNTIL = T0 + 20 * 60_000, T0 + 13 * H + 10 * 60_000
+WINDOW = f"since={SINCE}&until={UNTIL}"
+BUSY_HOUR = T0 + 5 * H  # holds a request still processing: never stored
+
+
+@pytest.fixture(autouse=True)
+def time_to_build_every_hour(monkeypatch):
+    """A loaded test machine must not leave hours unbuilt (the default budget is 1 s)."""
+    monkeypatch.setattr(rollups, "BUILD_BUDGET_S", 60)
+
+
+def messy_requests(ledger, seed: int = 7) -> None:
+    """~40 requests an hour for 14 hours, with the junk real ledgers hold."""
+    rng = random.Random(seed)
+    timings = [
+        json.dumps({"receiveEvent": 3, "runAgent": 2500, "deliverResponse": 120}),
+        json.dumps({"receiveEvent": 4, "runAgent": 7.5, "madeUpStage": 40}),
+        '{"runAgent": 10, "runAgent": 99}',  # duplicate keys: both count, as json_each says
+        '{"runAgent": -5, "finalize": "fast", "resolveAccess": 1e400}',
+        "not json",
+        "[1, 2]",
+        None,
+    ]
+    hooks = ['["2fa", "quiet"]', '["2fa"]', "[]", "{bad", '"2fa"', None, '["x", 3, "x"]']
+    for i in range(14 * 40):
+        status = rng.choice(["completed"] * 5 + ["failed", "failed", "skipped", "weird"])
+        ledger.request(
+            started_at=T0 + rng.randrange(14 * H),
+            status=status,
+            stage=rng.choice(["finalize", "runAgent", "resolveAccess"]),
+            event_source=rng.choice(["imessage", "gmail", "discord"]),
+            session_persona=rng.choice(["atlas", "scout", None]),
+            principal_id=rng.choice(["mom", "boss", "bot", None, f"p{i % 17}"]),
+            stage_timings=rng.choice(timings),
+            hooks_matched=rng.choice(hooks),
+            hooks_fired=rng.choice(hooks),
+            hooks_handled=rng.choice([0, 1, None, 2]),
+            agent_model=rng.choice(["sonnet", "haiku", None]),
+            agent_tokens_total=rng.choice([1200, 340, None, 12.5, "lots"]),
+            delivery_channel=rng.choice(["imessage", "email", None]),
+            delivery_success=rng.choice([1, 0, None, 2]),
+            error_stage=rng.choice(["runAgent", "deliverResponse", None]) if status == "failed"
+            else None,
+            error_message=f"timeout after {rng.randrange(9000)} ms for '{i}'"
+            if status == "failed" else None,
+        )  # fmt: skip
+    ledger.request(started_at=BUSY_HOUR + 10, status="processing", stage="runAgent")
+
+
+def every_chart(client, query: str) -> dict:
+    answers = {}
+    for slug in CHARTS:
+        response = client.get(f"/pipeline/charts/{slug}/?{query}&format=json")
+        assert response.status_code == 200, (slug, response.content[:300])
+        answers[slug] = response.json()
+    return answers
+
+
+def stored_hours() -> set[int]:
+    return set(RollupHour.objects.values_list("hour", flat=True))
+
+
+@pytest.mark.parametrize(
+    "filters", ["", "&source=gmail", "&persona=atlas", "&source=imessage&persona=scout"]
+)
+def test_every_chart_from_stored_hours_equals_the_chart_read_live(
+    viewer_client, ledger, monkeypatch, filters
+):
+    messy_requests(ledger)
+    monkeypatch.setattr(rollups, "BUILD_BUDGET_S", 0)  # nothing built: every hour read live
+    live = every_chart(viewer_client, WINDOW + filters)
+    assert not stored_hours()
+
+    monkeypatch.setattr(rollups, "BUILD_BUDGET_S", 60)
+    every_chart(viewer_client, WINDOW + filters)  # builds the hours
+    whole_hours = set(range(T0 + H, T0 + 13 * H, H))
+    assert stored_hours() == whole_hours - {BUSY_HOUR}
+    assert every_chart(viewer_client, WINDOW + filters) == live
+
+
+def test_the_rollups_keep_every_kind_of_junk_the_charts_show(viewer_client, ledger):
+    """Not a vacuous equality: the messy ledger reaches every branch of every chart."""
+    messy_requests(ledger)
+    every_chart(viewer_client, WINDOW)
+    charts = every_chart(viewer_client, WINDOW)
+    stages = {s["stage"]: s for s in charts["stage-timings"]["stages"]}
+    assert {"madeUpStage", "runAgent"} <= set(stages)
+    assert stages["runAgent"]["min"] == 7.5 and stages["runAgent"]["max"] == 2500
+    assert {h["hook"] for h in charts["hooks"]["hooks"]} == {"2fa", "quiet", "x"}
+    assert charts["throughput"]["bucket_ms"] == H
+    assert any("weird" in bucket for bucket in charts["throughput"]["buckets"])
+    assert {c["channel"] for c in charts["delivery"]["channels"]} == {"imessage", "email"}
+    assert RollupFact.objects.filter(combined=True).exists()
+    assert RollupFact.objects.filter(combined=False, source="gmail").exists()
+
+
+def test_a_chart_over_thirty_days_takes_a_bounded_number_of_queries(
+    viewer_client, ledger, django_assert_max_num_queries
+):
+    messy_requests(ledger)
+    query = f"since={T0 - 29 * 24 * H}&until={UNTIL}"
+    viewer_client.get(f"/pipeline/charts/sources/?{query}")  # builds
+    with django_assert_max_num_queries(6, connection=connections[LEDGER]):
+        response = viewer_client.get(f"/pipeline/charts/sources/?{query}&format=json")
+    (in_window,) = ledger.conn.execute(
+        "SELECT count(*) FROM nexus_requests WHERE started_at < ?", (UNTIL,)
+    ).fetchone()
+    assert sum(s["total"] for s in response.json()["event_source"]) == in_window
+
+
+# The ledger changes under the stored hours: no test transaction, so each request sees it.
+changing = pytest.mark.django_db(transaction=True, databases="__all__")
+
+
+def hourly_totals(client) -> dict[int, int]:
+    buckets = client.get(f"/pipeline/charts/throughput/?{WINDOW}&format=json").json()["buckets"]
+    return {b["start"] // H * H: b["total"] for b in buckets}
+
+
+def ledger_hourly_totals(ledger) -> dict[int, int]:
+    rows = ledger.conn.execute(
+        "SELECT started_at / ? * ?, count(*) FROM nexus_requests"
+        " WHERE started_at >= ? AND started_at < ? GROUP BY 1",
+        (H, H, SINCE, UNTIL),
+    )
+    return dict(rows.fetchall())
+
+
+@changing
+def test_a_stored_hour_is_read_again_when_rows_arrive_or_leave(viewer_client, ledger):
+    messy_requests(ledger)
+    hourly_totals(viewer_client)
+    hour = T0 + 3 * H
+    assert hour in stored_hours()
+
+    ledger.request(id="LATE", started_at=hour + 5, status="failed", error_stage="runAgent")
+    ledger.conn.execute(  # retention-like: rows of another stored hour leave
+        "DELETE FROM nexus_requests WHERE started_at >= ? AND started_at < ? AND rowid % 2 = 0",
+        (T0 + 7 * H, T0 + 8 * H),
+    )
+    assert hourly_totals(viewer_client) == ledger_hourly_totals(ledger)
+    assert RollupHour.objects.get(hour=hour).requests == ledger_hourly_totals(ledger)[hour]
+
+
+@changing
+def test_an_hour_with_a_request_still_processing_is_stored_once_it_finishes(viewer_client, ledger):
+    messy_requests(ledger)
+    failures = f"/pipeline/charts/failures/?{WINDOW}&format=json"
+    before = viewer_client.get(failures).json()
+    assert BUSY_HOUR not in stored_hours()
+
+    ledger.conn.execute(
+        "UPDATE nexus_requests SET status = 'failed', error_stage = 'madeUpStage'"
+        " WHERE status = 'processing'"
+    )
+    after = viewer_client.get(failures).json()
+    assert BUSY_HOUR in stored_hours()
+    counts = {s["error_stage"]: s["count"] for s in after["by_stage"]}
+    assert counts["madeUpStage"] == 1
+    assert sum(counts.values()) == sum(s["count"] for s in before["by_stage"]) + 1
