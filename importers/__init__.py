@@ -1,0 +1,21 @@
+"""Importers: other ledgers and agent transcripts, written as Agents Ledger rows.
+
+`python manage.py ledger_import FORMAT PATH...` picks a format module from FORMATS; each exposes
+FORMAT and read(paths, report) (see importers/bundle.py), and importers/writer.py writes what it
+reads, one session per transaction.
+"""
+
+from importlib import import_module
+
+# Command-line name -> module, imported only when asked for.
+FORMATS = {
+    "aix": "importers.aix",
+    "agentos": "importers.agentos",
+    "claude-code": "importers.claude_code",
+    "codex": "importers.codex",
+}
+
+
+def format_module(name: str):
+    """The module reading FORMAT `name` (a KeyError names an unknown format)."""
+    return import_module(FORMATS[name])

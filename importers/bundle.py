@@ -1,0 +1,132 @@
+"""What every importer produces and reports: sessions as Agents Ledger rows, and an account.
+
+A format module (claude_code, codex, aix, agentos) exposes:
+
+    FORMAT = "claude-code"            # the name used on the command line
+    def read(paths: list[Path], report: ImportReport) -> Iterator[SessionBundle]
+
+It raises WrongFormat when an input is not that format, and reports malformed records with their
+file and line (or table and row id) and goes on. The writer (importers/writer.py) turns each
+bundle into one transaction.
+"""
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ledgerweb import ulid
+
+TABLES = ("sessions", "turns", "messages", "tool_calls", "compactions")
+
+
+@dataclass
+class SessionBundle:
+    """One session as rows of the Agents Ledger, ready to write in one transaction."""
+
+    where: str  # for messages, e.g. "path/to/file.jsonl" or "aix.sqlite3: agent_sessions id=…"
+    session: dict  # column -> value of one `sessions` row (all NOT NULL columns set)
+    turns: list[dict]  # `turns` rows; a parent before its children
+    messages: list[dict]  # `messages` rows
+    tool_calls: list[dict]  # `tool_calls` rows (parameters/result are JSON text)
+    compactions: list[dict] = field(default_factory=list)  # optional `compactions` rows
+    children: list["SessionBundle"] = field(default_factory=list)  # subagents, written after
+
+    def rows(self) -> dict[str, list[dict]]:
+        """This session's own rows by table (not its children's)."""
+        return {
+            "sessions": [self.session],
+            "turns": self.turns,
+            "messages": self.messages,
+            "tool_calls": self.tool_calls,
+            "compactions": self.compactions,
+        }
+
+
+class WrongFormat(Exception):
+    """The input is not of the format asked for; the message names the expected format."""
+
+
+# How many malformed records the summary lists one by one; the rest are only counted.
+LISTED_SKIPS = 20
+
+
+class ImportReport:
+    """What an import did and what it could not do; printed as the summary at the end."""
+
+    def __init__(self):
+        self.added: Counter[str] = Counter()  # table -> new rows written
+        self.present: Counter[str] = Counter()  # table -> rows already in the ledger
+        self.updated: Counter[str] = Counter()  # table -> unfinished rows brought up to date
+        self.skips: list[tuple[str, str]] = []  # (where, why) of malformed lines/rows
+        self.unknown_types: Counter[str] = Counter()
+        self.unmapped_data: Counter[str] = Counter()
+        self.repairs: Counter[str] = Counter()
+        self.failed_sessions: list[tuple[str, str]] = []  # (where, why)
+        self.wrong_formats: list[tuple[str, str]] = []  # (input, message)
+        self.sessions_written = 0
+
+    def skipped(self, where: str, why: str) -> None:
+        """A malformed line or row, left out: where = "file.jsonl:12"."""
+        self.skips.append((where, why))
+
+    def unknown(self, record_type: str) -> None:
+        """A record type the importer does not know: counted, not fatal."""
+        self.unknown_types[record_type] += 1
+
+    def unmapped(self, what: str, n: int = 1) -> None:
+        """Data the Agents Ledger schema cannot hold, e.g. "agent_sessions.metadata_json"."""
+        self.unmapped_data[what] += n
+
+    def repaired(self, what: str, n: int = 1) -> None:
+        """Records imported with a stand-in for a value they lacked (said how in `what`)."""
+        self.repairs[what] += n
+
+    def session_failed(self, where: str, why: str) -> None:
+        """A session left out entirely (nothing of it written)."""
+        self.failed_sessions.append((where, why))
+
+    def wrong_format(self, where: str, message: str) -> None:
+        self.wrong_formats.append((where, message))
+
+    @property
+    def ok(self) -> bool:
+        """False when an input was refused or a session could not be written."""
+        return not self.wrong_formats and not self.failed_sessions
+
+    def summary_lines(self) -> list[str]:
+        lines = [
+            f"{table}: {self.added[table]} added, {self.present[table]} already there"
+            + (f", {self.updated[table]} brought up to date" if self.updated[table] else "")
+            for table in TABLES
+            if self.added[table] or self.present[table] or table != "compactions"
+        ]
+        if self.skips:
+            lines.append(f"Skipped {len(self.skips)} malformed record(s):")
+            lines += [f"  {where}: {why}" for where, why in self.skips[:LISTED_SKIPS]]
+            if len(self.skips) > LISTED_SKIPS:
+                lines.append(f"  … and {len(self.skips) - LISTED_SKIPS} more")
+        if self.unknown_types:
+            lines.append("Unknown record types (counted, skipped):")
+            lines += [f"  {name}: {n}" for name, n in sorted(self.unknown_types.items())]
+        if self.unmapped_data:
+            lines.append("Not held by the Agents Ledger schema:")
+            lines += [f"  {what}: {n}" for what, n in sorted(self.unmapped_data.items())]
+        if self.repairs:
+            lines.append("Imported with a stand-in value:")
+            lines += [f"  {what}: {n}" for what, n in sorted(self.repairs.items())]
+        if self.failed_sessions:
+            lines.append(f"Sessions left out entirely: {len(self.failed_sessions)}")
+            lines += [f"  {where}: {why}" for where, why in self.failed_sessions]
+        for where, message in self.wrong_formats:
+            lines.append(f"Refused {where}: {message}")
+        return lines
+
+
+def derived_id(ms: int, *parts) -> str:
+    """A ULID-shaped id derived from the source's own identifiers, for rows the source gives none.
+
+    The time prefix keeps ids sortable by time like the runtime's ULIDs; the 80 "random" bits are
+    a hash of the parts (source id, position…), so importing again yields the same id.
+    """
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    return ulid.encode((max(ms, 0) % (1 << 48)) << 80 | int.from_bytes(digest[:10]))

@@ -1,0 +1,626 @@
+"""Claude Code session transcripts (~/.claude/projects/<project>/<session>.jsonl).
+
+Each line is an entry (user, assistant or system) linked to its parent by `parentUuid`; a parent
+with several children is a rewind, so the entries form a tree. A turn starts at a user prompt and
+takes everything that follows it until the next prompt: the assistant's lines, and the user lines
+that only carry `tool_result` blocks (they answer the assistant's tool calls, so they belong to its
+turn). A compaction (`compact_boundary` system line, then the `isCompactSummary` user line) is a
+turn of its own. Sidechain entries (`isSidechain`, in the file itself or, since Claude Code 2, in
+<session>/subagents/agent-<id>.jsonl) are a subagent's conversation: linked to the Task tool call
+that spawned it, they become a subagent session.
+
+Ids are the transcript's own: a turn is named after the uuid of the line that starts it, a
+message after its line's uuid, a tool call after its tool_use id; a subagent session, which has
+none, gets one derived from its parent session and tool call.
+"""
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from importers.bundle import ImportReport, SessionBundle, WrongFormat, derived_id
+from importers.jsonl import (
+    Record,
+    is_sqlite,
+    iso_ms,
+    json_text,
+    jsonl_files,
+    read_jsonl,
+    read_transcripts,
+)
+
+FORMAT = "claude-code"
+PERSONA = "claude-code"
+EXPECTED = (
+    "a Claude Code transcript: JSONL lines with type, uuid, parentUuid and sessionId, as in "
+    "~/.claude/projects/<project>/<session>.jsonl"
+)
+ENTRY_TYPES = {"user", "assistant", "system"}
+# Lines Claude Code writes that are not part of the conversation and that the ledger cannot hold.
+NOT_CONVERSATION = {"file-history-snapshot", "queue-operation", "progress", "custom-title"}
+SUBAGENT_TOOLS = {"Task", "Agent"}  # the tool that spawns a subagent (renamed Agent lately)
+INTERRUPTION = "[Request interrupted by user"
+AGENT_ID_IN_RESULT = re.compile(r"agentId: ?([\w@.-]+)")
+COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
+LABEL_LENGTH = 120
+
+
+def read(paths: list[Path], report: ImportReport) -> Iterator[SessionBundle]:
+    return read_transcripts(
+        paths, report, read_one=read_transcript, files_in=transcript_files, expected=EXPECTED
+    )
+
+
+def transcript_files(folder: Path) -> list[Path]:
+    """The session transcripts of a ~/.claude/projects-style folder (subagent files are read
+    with the session that spawned them)."""
+    return [p for p in jsonl_files(folder) if p.parent.name != "subagents"]
+
+
+def subagent_files(transcript: Path) -> list[Path]:
+    folder = transcript.parent / transcript.stem / "subagents"
+    if not folder.is_dir():
+        return []
+    # agent-acompact-* files are Claude Code's own compaction runs, not subagents it was asked for.
+    return sorted(
+        p for p in folder.glob("agent-*.jsonl") if not p.name.startswith("agent-acompact")
+    )
+
+
+@dataclass(eq=False)  # an entry is itself: comparing two would compare whole JSON lines
+class Entry:
+    """A conversation line (user, assistant or system) of a transcript."""
+
+    record: Record
+    order: int  # position among all entries read, for file order across files
+    ms: int
+
+    @property
+    def data(self) -> dict:
+        return self.record.data
+
+    @property
+    def uuid(self) -> str:
+        return self.data["uuid"]
+
+    @property
+    def type(self) -> str:
+        return self.data["type"]
+
+    @property
+    def message(self) -> dict:
+        message = self.data.get("message")
+        return message if isinstance(message, dict) else {}
+
+    @property
+    def blocks(self) -> list[dict]:
+        """The content as a list of blocks (a plain string is one text block)."""
+        content = self.message.get("content", self.data.get("content"))
+        if isinstance(content, str):
+            return [{"type": "text", "text": content}]
+        if isinstance(content, list):
+            return [b for b in content if isinstance(b, dict)]
+        return []
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(
+            b["text"]
+            for b in self.blocks
+            if b.get("type") == "text" and isinstance(b.get("text"), str)
+        )
+
+    @property
+    def is_compact_boundary(self) -> bool:
+        return self.type == "system" and self.data.get("subtype") == "compact_boundary"
+
+    @property
+    def is_compact_summary(self) -> bool:
+        return bool(self.data.get("isCompactSummary"))
+
+    @property
+    def is_prompt(self) -> bool:
+        """A user line that asks something (not tool results, an interruption or a meta line)."""
+        if self.type != "user" or self.is_compact_summary or self.data.get("isMeta"):
+            return False
+        kinds = [b.get("type") for b in self.blocks]
+        if all(kind == "tool_result" for kind in kinds):
+            return False
+        return not self.text.startswith(INTERRUPTION)
+
+
+def read_transcript(path: Path, report: ImportReport) -> SessionBundle | None:
+    if is_sqlite(path):
+        raise WrongFormat(f"{path} is a SQLite database, not {EXPECTED}")
+    jsonl = read_jsonl(path)
+    if jsonl.records and not any(_looks_like_claude(r.data) for r in jsonl.records):
+        hint = " (it looks like a Codex rollout: try 'codex')" if _looks_like_codex(jsonl) else ""
+        raise WrongFormat(f"{path} is not {EXPECTED}{hint}")
+    if not jsonl.records and jsonl.malformed:
+        raise WrongFormat(f"{path} has no JSON line: expected {EXPECTED}")
+    for where, why in jsonl.malformed:
+        report.skipped(where, why)
+
+    records = list(jsonl.records)
+    for sub in subagent_files(path):
+        sub_jsonl = read_jsonl(sub)
+        for where, why in sub_jsonl.malformed:
+            report.skipped(where, why)
+        records += [r for r in sub_jsonl.records if _looks_like_claude(r.data)]
+
+    main, sidechain, summaries = _sort_lines(records, report)
+    if not main:
+        if summaries or sidechain:
+            report.unmapped("transcripts without conversation lines (only summaries)")
+        return None
+    session_id = _session_id(path, main)
+    bundle, agent_ids = _build_session(
+        where=str(path),
+        session_id=session_id,
+        entries=main,
+        routing_key=f"claude-code:{main[0].data.get('cwd') or session_id}",
+        label=_label(summaries, main),
+        report=report,
+    )
+    _attach_subagents(bundle, agent_ids, sidechain, report)
+    return bundle
+
+
+def _looks_like_claude(data: dict) -> bool:
+    if data.get("type") == "summary":
+        return "summary" in data
+    return isinstance(data.get("uuid"), str) and "sessionId" in data
+
+
+def _looks_like_codex(jsonl) -> bool:
+    return any({"timestamp", "type", "payload"} <= r.data.keys() for r in jsonl.records[:50])
+
+
+def _sort_lines(records: list[Record], report: ImportReport):
+    """Conversation entries of the main chain and of sidechains, and summary lines."""
+    main, sidechain, summaries, seen = [], [], [], set()
+    for order, record in enumerate(records):
+        data = record.data
+        kind = _text(data.get("type")) or "(none)"
+        if kind == "summary":
+            summaries.append(data)
+            continue
+        if kind in NOT_CONVERSATION:
+            report.unmapped(f"Claude Code {kind} lines")
+            continue
+        if kind not in ENTRY_TYPES:
+            report.unknown(f"claude-code:{kind}")
+            continue
+        if not isinstance(data.get("uuid"), str):
+            report.skipped(record.where, f"a {kind} line without a uuid")
+            continue
+        ms = iso_ms(data.get("timestamp"))
+        if ms is None:
+            report.skipped(record.where, f"no usable timestamp ({data.get('timestamp')!r})")
+            continue
+        if data["uuid"] in seen:
+            continue  # Claude Code writes some lines twice (resumes); the first one counts
+        seen.add(data["uuid"])
+        (sidechain if data.get("isSidechain") else main).append(Entry(record, order, ms))
+    return main, sidechain, summaries
+
+
+def _session_id(path: Path, main: list[Entry]) -> str:
+    # Lines copied from an earlier session on resume keep that session's id: the last line
+    # names the session this file is.
+    session_id = main[-1].data.get("sessionId")
+    return session_id if isinstance(session_id, str) and session_id else path.stem
+
+
+def _label(summaries: list[dict], main: list[Entry]) -> str | None:
+    # Claude Code writes summaries of other sessions into a file too (anthropics/claude-code
+    # #2597): a summary whose leaf is in this file is this session's, any other is a fallback.
+    uuids = {e.uuid for e in main}
+    own = [s for s in summaries if _text(s.get("leafUuid")) in uuids]
+    for summary in reversed(own or summaries):
+        if isinstance(summary.get("summary"), str) and summary["summary"].strip():
+            return summary["summary"].strip()[:LABEL_LENGTH]
+    first_prompt = next((e for e in main if e.is_prompt), None)
+    if first_prompt is None:
+        return None
+    # A slash command is written as tags: "<command-name>/init</command-name>…"
+    command = COMMAND_NAME.search(first_prompt.text)
+    if command:
+        return _one_line("/" + command.group(1).strip().lstrip("/"))
+    return _one_line(first_prompt.text)
+
+
+def _one_line(text: str) -> str | None:
+    line = " ".join(text.split())
+    return line[:LABEL_LENGTH] or None
+
+
+# ----- the turn tree --------------------------------------------------------------------------
+
+
+@dataclass
+class TurnBuild:
+    id: str
+    parent: str | None
+    entries: list[Entry] = field(default_factory=list)
+    compaction: bool = False
+
+
+def _turn_tree(entries: list[Entry], report: ImportReport) -> list[TurnBuild]:
+    """Group entries into turns along the parentUuid tree (parents before children)."""
+    by_uuid = {e.uuid: e for e in entries}
+    parent_of: dict[str, str | None] = {}
+    children: dict[str | None, list[Entry]] = defaultdict(list)
+    previous = None
+    for entry in entries:
+        # A boundary starts a new root; its logical parent keeps the thread one tree.
+        named = entry.data.get("logicalParentUuid" if entry.is_compact_boundary else "parentUuid")
+        parent = named if isinstance(named, str) and named in by_uuid else None
+        if named is not None and parent is None:
+            # A parent in another file (resume) or on a skipped line: the line before it.
+            parent = previous.uuid if previous else None
+        parent_of[entry.uuid] = parent
+        children[parent].append(entry)
+        previous = entry
+
+    turns: list[TurnBuild] = []
+    turn_of: dict[str, TurnBuild] = {}
+    stack = list(reversed(children[None]))
+    reached = set()
+    while stack:
+        entry = stack.pop()
+        reached.add(entry.uuid)
+        parent = parent_of[entry.uuid]
+        siblings = children[parent]
+        parent_turn = turn_of.get(parent) if parent else None
+        starts = (
+            parent_turn is None
+            or entry.is_prompt
+            or entry.is_compact_boundary
+            or (entry.is_compact_summary and not by_uuid[parent].is_compact_boundary)
+            or entry is not siblings[0]  # a rewind below a non-prompt line: a branch turn
+        )
+        if starts:
+            turn = TurnBuild(entry.uuid, parent_turn.id if parent_turn else None)
+            turn.compaction = entry.is_compact_boundary or entry.is_compact_summary
+            turns.append(turn)
+        else:
+            turn = parent_turn
+        turn.entries.append(entry)
+        turn_of[entry.uuid] = turn
+        stack.extend(reversed(children[entry.uuid]))
+    for entry in entries:
+        if entry.uuid not in reached:
+            report.skipped(entry.record.where, "its parentUuid chain loops: not reachable")
+    return turns
+
+
+# ----- rows -----------------------------------------------------------------------------------
+
+
+def _build_session(*, where, session_id, entries, routing_key, label, report):
+    """One session's bundle, and the agent ids its Task calls' results name."""
+    turns = _turn_tree(entries, report)
+    reached = [e for t in turns for e in t.entries]
+    last = max(reached, key=lambda e: (e.ms, e.order))
+    tail = next(t for t in turns if last in t.entries)
+    rows = _Rows(session_id, report)
+    for turn in turns:
+        rows.add_turn(turn, is_tail=turn is tail)
+    rows.add_compactions(turns)
+    session = {
+        "id": session_id,
+        "persona": PERSONA,
+        "routing_key": routing_key,
+        "label": label,
+        "root_turn_id": turns[0].id,
+        "current_turn_id": tail.id,
+        "created_at": min(e.ms for e in reached),
+        "updated_at": last.ms,
+        "status": "active",
+    }
+    bundle = SessionBundle(
+        where=where,
+        session=session,
+        turns=rows.turns,
+        messages=rows.messages,
+        tool_calls=rows.tool_calls,
+        compactions=rows.compactions,
+    )
+    return bundle, rows.agent_ids
+
+
+class _Rows:
+    """The ledger rows of one session's turns."""
+
+    def __init__(self, session_id: str, report: ImportReport):
+        self.session_id = session_id
+        self.report = report
+        self.turns: list[dict] = []
+        self.messages: list[dict] = []
+        self.tool_calls: list[dict] = []
+        self.compactions: list[dict] = []
+        self.calls_by_id: dict[str, dict] = {}
+        self.agent_ids: dict[str, str] = {}  # tool call id -> the subagent its result names
+
+    def add_turn(self, turn: TurnBuild, *, is_tail: bool) -> None:
+        calls: list[dict] = []
+        sequence = 0
+        for entry in turn.entries:
+            text = self._text_of(entry)
+            if text:
+                self.messages.append({
+                    "id": entry.uuid,
+                    "turn_id": turn.id,
+                    "role": "system" if entry.type == "system" else entry.type,
+                    "content": text,
+                    "sequence": sequence,
+                    "created_at": entry.ms,
+                })  # fmt: skip
+                sequence += 1
+            for block in entry.blocks:
+                kind = block.get("type")
+                if kind == "tool_use" and entry.type == "assistant":
+                    calls.append(self._tool_call(turn, block, entry, len(calls)))
+                elif kind == "tool_result":
+                    self._tool_result(block, entry)
+                elif kind in ("thinking", "redacted_thinking"):
+                    self.report.unmapped("Claude Code thinking blocks")
+                elif kind == "image":
+                    self.report.unmapped("Claude Code image blocks")
+        self.turns.append(self._turn_row(turn, calls, is_tail))
+
+    def _text_of(self, entry: Entry) -> str:
+        if entry.is_compact_boundary:
+            meta = entry.data.get("compactMetadata") or {}
+            how = meta.get("trigger") or "compaction"
+            before = meta.get("preTokens")
+            size = f", {before:,} tokens before" if isinstance(before, int) else ""
+            return f"Conversation compacted ({how}{size})"
+        if entry.type == "system":
+            content = entry.data.get("content")
+            return content if isinstance(content, str) else ""
+        return entry.text
+
+    def _tool_call(self, turn: TurnBuild, block: dict, entry: Entry, sequence: int) -> dict:
+        call_id = _text(block.get("id")) or derived_id(entry.ms, entry.uuid, sequence)
+        row = {
+            "id": call_id,
+            "turn_id": turn.id,
+            "tool_name": str(block.get("name") or "(unnamed tool)"),
+            "parameters": json_text(block.get("input", {})),
+            "result": None,
+            "error": None,
+            "status": "pending",
+            "started_at": entry.ms,
+            "completed_at": None,
+            "sequence": sequence,
+        }
+        if call_id in self.calls_by_id:
+            return self.calls_by_id[call_id]  # the same tool_use written on two lines
+        self.calls_by_id[call_id] = row
+        self.tool_calls.append(row)
+        return row
+
+    def _tool_result(self, block: dict, entry: Entry) -> None:
+        call = self.calls_by_id.get(_text(block.get("tool_use_id")))
+        if call is None:
+            self.report.unmapped("Claude Code tool results whose tool_use is not in the transcript")
+            return
+        content = block.get("content")
+        if block.get("is_error"):
+            call["status"] = "failed"
+            call["error"] = _result_text(content) or "(error without a message)"
+        else:
+            call["status"] = "completed"
+            call["error"] = None
+            call["result"] = json_text(_plain(content))
+        call["completed_at"] = entry.ms
+        if agent_id := _agent_id(entry.data.get("toolUseResult"), content):
+            self.agent_ids[call["id"]] = agent_id
+
+    def _turn_row(self, turn: TurnBuild, calls: list[dict], is_tail: bool) -> dict:
+        answered = any(e.type == "assistant" for e in turn.entries)
+        last = turn.entries[-1]
+        open_calls = [c for c in calls if c["status"] == "pending"]
+        if turn.compaction:
+            status = "completed"
+        elif is_tail and not answered:
+            status = "pending"
+        elif is_tail and (open_calls or (last.type == "user" and not last.is_prompt)):
+            status = "streaming"  # waiting for a tool or for the model: the file may grow
+        elif _api_error(turn):
+            status = "failed"
+        else:
+            status = "completed"
+        if not is_tail:
+            for call in open_calls:
+                call["status"] = "failed"
+                call["error"] = "no tool_result for this call in the transcript"
+        prompt, completion, model = _usage(turn)
+        finished = status in ("completed", "failed")
+        return {
+            "id": turn.id,
+            "session_id": self.session_id,
+            "parent_turn_id": turn.parent,
+            "status": status,
+            "started_at": turn.entries[0].ms,
+            "completed_at": max(e.ms for e in turn.entries) if finished else None,
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion if prompt is not None else None,
+            "model": model,
+        }
+
+    def add_compactions(self, turns: list[TurnBuild]) -> None:
+        parent_of = {t.id: t.parent for t in turns}
+        for turn in turns:
+            if not turn.compaction:
+                continue
+            boundary = next((e for e in turn.entries if e.is_compact_boundary), None)
+            summary = next((e for e in turn.entries if e.is_compact_summary), None)
+            meta = (boundary.data.get("compactMetadata") if boundary else None) or {}
+            folded, current = [], turn.parent
+            while current and current not in folded:
+                folded.append(current)
+                current = parent_of.get(current)
+            self.compactions.append({
+                "turn_id": turn.id,
+                "summary": summary.text if summary else "",
+                "summarized_turn_ids": json.dumps(list(reversed(folded))),
+                "kept_turn_ids": "[]",
+                "tokens_before": _int(meta.get("preTokens")) or None,
+                "trigger_reason": _text(meta.get("trigger")),
+                "created_at": turn.entries[0].ms,
+            })  # fmt: skip
+
+
+def _plain(content):
+    """A result as the model saw it: a list of text blocks only is just its text."""
+    if (
+        isinstance(content, list)
+        and content
+        and all(isinstance(b, dict) and b.get("type") == "text" for b in content)
+    ):
+        return _result_text(content)
+    return "" if content is None else content
+
+
+def _result_text(content) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return "" if content is None else json.dumps(content)
+
+
+def _agent_id(tool_use_result, content) -> str | None:
+    """The subagent a Task result names: Claude Code 2 writes its agentId there."""
+    if isinstance(tool_use_result, dict) and isinstance(tool_use_result.get("agentId"), str):
+        return tool_use_result["agentId"]
+    found = AGENT_ID_IN_RESULT.search(_result_text(content))
+    return found.group(1) if found else None
+
+
+def _api_error(turn: TurnBuild) -> bool:
+    answers = [e for e in turn.entries if e.type == "assistant"]
+    return bool(answers) and bool(answers[-1].data.get("isApiErrorMessage"))
+
+
+def _usage(turn: TurnBuild) -> tuple[int | None, int | None, str | None]:
+    """Tokens of a turn: the prompt of its last model call (the context the agent then held,
+    cache included) and the output of all its calls. One API response is written on several
+    lines (one per content block) with the same message id and usage, so it is counted once."""
+    responses: dict[str, dict] = {}
+    model = None
+    for entry in turn.entries:
+        if entry.type != "assistant":
+            continue
+        message = entry.message
+        if isinstance(message.get("model"), str) and message["model"] != "<synthetic>":
+            model = message["model"]
+        usage = message.get("usage")
+        if isinstance(usage, dict):
+            responses[message.get("id") or entry.uuid] = usage
+    if not responses:
+        return None, None, model
+    last = list(responses.values())[-1]
+    prompt = sum(
+        _int(last.get(k))
+        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )
+    completion = sum(_int(u.get("output_tokens")) for u in responses.values())
+    return prompt, completion, model
+
+
+def _text(value) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _int(value) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+# ----- subagents ------------------------------------------------------------------------------
+
+
+def _attach_subagents(
+    bundle: SessionBundle, agent_ids: dict[str, str], sidechain: list[Entry], report: ImportReport
+) -> None:
+    chains = _chains(sidechain)
+    if not chains:
+        return
+    session_id = bundle.session["id"]
+    tasks = [c for c in bundle.tool_calls if c["tool_name"] in SUBAGENT_TOOLS]
+    unlinked = 0
+    for chain in chains:
+        call = _spawning_call(chain, tasks, agent_ids)
+        if call is None:
+            unlinked += len(chain)
+            continue
+        tasks.remove(call)
+        parameters = _loads(call["parameters"])
+        description = parameters.get("description") or parameters.get("subagent_type")
+        child_id = derived_id(chain[0].ms, "claude-code-subagent", session_id, call["id"])
+        child, _ = _build_session(
+            where=f"{chain[0].record.where} (subagent of tool call {call['id']})",
+            session_id=child_id,
+            entries=chain,
+            routing_key=f"subagent:{session_id}:{call['id']}",
+            label=_one_line(str(description)) if description else _label([], chain),
+            report=report,
+        )
+        bundle.children.append(child)
+    if unlinked:
+        report.unmapped("Claude Code sidechain lines not linked to a Task tool call", unlinked)
+
+
+def _chains(sidechain: list[Entry]) -> list[list[Entry]]:
+    """Sidechain entries grouped into conversations: each root with everything below it."""
+    by_uuid = {e.uuid: e for e in sidechain}
+    children = defaultdict(list)
+    roots = []
+    for entry in sidechain:
+        parent = entry.data.get("parentUuid")
+        if isinstance(parent, str) and parent in by_uuid:
+            children[parent].append(entry)
+        else:
+            roots.append(entry)
+    chains = []
+    for root in roots:
+        chain, stack = [], [root]
+        while stack:
+            entry = stack.pop()
+            chain.append(entry)
+            stack.extend(children[entry.uuid])
+        chains.append(sorted(chain, key=lambda e: e.order))
+    return chains
+
+
+def _spawning_call(chain: list[Entry], tasks: list[dict], agent_ids: dict[str, str]):
+    """The Task call that spawned a sidechain: by agent id, else by its prompt."""
+    agent_id = next(
+        (e.data["agentId"] for e in chain if isinstance(e.data.get("agentId"), str)), None
+    )
+    if agent_id:
+        for call in tasks:
+            if agent_ids.get(call["id"]) == agent_id:
+                return call
+    prompt = chain[0].text.strip()
+    for call in tasks:
+        if str(_loads(call["parameters"]).get("prompt", "")).strip() == prompt:
+            return call
+    return None
+
+
+def _loads(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

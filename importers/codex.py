@@ -1,0 +1,452 @@
+"""Codex CLI rollouts (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl).
+
+Every line is an envelope {timestamp, type, payload}: `session_meta` (the session), `turn_context`
+(the model of the turns that follow), `response_item` (messages, tool calls and their outputs,
+reasoning), `event_msg` (token counts, turn start/end; most others repeat response items for the
+UI) and `compacted`. A rollout is one linear conversation: a turn starts at each user message and
+takes the assistant's messages and tool calls until the next one; a `compacted` record is a turn
+of its own. Tool calls (`function_call`, `custom_tool_call`, `local_shell_call`, …) are matched to
+their outputs by `call_id`.
+
+The session keeps its id from session_meta. Rows inside a rollout have no id that is unique
+beyond it, so theirs are derived from the session id and their line number: a rollout only grows
+at its end, so importing it again gives every old row the same id and adds only the new ones.
+"""
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from importers.bundle import ImportReport, SessionBundle, WrongFormat, derived_id
+from importers.jsonl import (
+    Record,
+    is_sqlite,
+    iso_ms,
+    json_text,
+    jsonl_files,
+    read_jsonl,
+    read_transcripts,
+)
+
+FORMAT = "codex"
+PERSONA = "codex"
+EXPECTED = (
+    "a Codex CLI rollout: JSONL records {timestamp, type, payload}, as in "
+    "~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl"
+)
+# User-role messages Codex writes itself before a prompt: context for the model, not a question.
+CONTEXT_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<permissions instructions>",
+)
+# response_item type -> (tool name, or the payload key that names it; the payload key of its input)
+CALLS = {
+    "function_call": ("name", "arguments"),
+    "custom_tool_call": ("name", "input"),
+    "local_shell_call": ("local_shell", "action"),
+    "tool_search_call": ("tool_search", "arguments"),
+    "web_search_call": ("web_search", "action"),
+    "image_generation_call": ("image_generation", "revised_prompt"),
+}
+OUTPUTS = {"function_call_output", "custom_tool_call_output", "tool_search_output"}
+# event_msg types that repeat what response items already say (for the terminal UI).
+REPEATS = {
+    "user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content",
+    "agent_reasoning_section_break", "exec_command_begin", "exec_command_end",
+    "patch_apply_begin", "patch_apply_end", "mcp_tool_call_begin", "mcp_tool_call_end",
+    "web_search_begin", "web_search_end", "view_image_tool_call", "image_generation_end",
+    "item_started", "item_completed", "context_compacted", "thread_settings_applied",
+}  # fmt: skip
+UUID_IN_NAME = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+LABEL_LENGTH = 120
+
+
+def read(paths: list[Path], report: ImportReport) -> Iterator[SessionBundle]:
+    return read_transcripts(
+        paths, report, read_one=read_rollout, files_in=jsonl_files, expected=EXPECTED
+    )
+
+
+def _is_envelope(data: dict) -> bool:
+    return isinstance(data.get("type"), str) and isinstance(data.get("payload"), dict)
+
+
+def read_rollout(path: Path, report: ImportReport) -> SessionBundle | None:
+    if is_sqlite(path):
+        raise WrongFormat(f"{path} is a SQLite database, not {EXPECTED}")
+    jsonl = read_jsonl(path)
+    if not any(_is_envelope(r.data) for r in jsonl.records):
+        hint = ""
+        if any("uuid" in r.data and "sessionId" in r.data for r in jsonl.records):
+            hint = " (it looks like a Claude Code transcript: try 'claude-code')"
+        raise WrongFormat(f"{path} is not {EXPECTED}{hint}")
+    for where, why in jsonl.malformed:
+        report.skipped(where, why)
+    session_id = _session_id(path, jsonl.records)
+    rollout = _Rollout(path, session_id or path.name, report)
+    for record in jsonl.records:
+        rollout.add(record)  # even without a session: unknown records are still counted
+    if session_id is None:
+        if rollout.turns:
+            report.session_failed(str(path), "no session_meta record and no session id in its name")
+        return None
+    return rollout.bundle()
+
+
+def _session_id(path: Path, records: list[Record]) -> str | None:
+    """The id in the rollout's first session_meta, else the uuid in its file name."""
+    for record in records:
+        if record.data.get("type") == "session_meta" and _is_envelope(record.data):
+            payload = record.data["payload"]
+            session_id = payload.get("id") or payload.get("session_id")
+            if isinstance(session_id, str) and session_id:
+                return session_id
+    found = UUID_IN_NAME.search(path.name)
+    return found.group(0) if found else None
+
+
+@dataclass
+class _Turn:
+    row: dict
+    calls: list[dict] = field(default_factory=list)
+    messages: int = 0
+    answered: bool = False
+    ended: str | None = None  # the status a task_complete / turn_aborted / error gave it
+    ended_at: int | None = None
+    last_ms: int = 0
+    completion: int = 0
+    compaction: bool = False
+
+
+class _Rollout:
+    """The state of reading one rollout, record by record."""
+
+    def __init__(self, path: Path, session_id: str, report: ImportReport):
+        self.path = path
+        self.report = report
+        self.session_id = session_id
+        self.meta: dict | None = None
+        self.label: str | None = None
+        self.model: str | None = None
+        self.turns: list[_Turn] = []
+        self.messages: list[dict] = []
+        self.compactions: list[dict] = []
+        self.preamble: list[tuple[Record, int, str]] = []  # context waiting for the next turn
+        self.open_calls: dict[str, dict] = {}  # call_id -> the call still waiting for its output
+        self.total_output: int | None = None  # output tokens so far, from the last token_count
+        self.context_tokens: int | None = None
+        self.has_task_events = False
+        self.last_ms: int | None = None
+
+    @property
+    def current(self) -> _Turn | None:
+        return self.turns[-1] if self.turns else None
+
+    # ----- dispatch ---------------------------------------------------------------------------
+
+    def add(self, record: Record) -> None:
+        data = record.data
+        if not _is_envelope(data):
+            kind = data.get("type") if isinstance(data.get("type"), str) else "(no type)"
+            self.report.unknown(f"codex:{kind} (no {{timestamp, type, payload}} envelope)")
+            return
+        ms = iso_ms(data.get("timestamp"))
+        if ms is None and self.last_ms is None:
+            self.report.skipped(record.where, f"no usable timestamp ({data.get('timestamp')!r})")
+            return
+        if ms is None:
+            # A rollout is written in time order: the record before is the best estimate.
+            ms = self.last_ms
+            self.report.repaired("Codex records without a usable timestamp (the previous one's)")
+        self.last_ms = ms
+        kind, payload = data["type"], data["payload"]
+        if kind == "session_meta":
+            self.session_meta(payload)
+        elif kind == "turn_context":
+            if isinstance(payload.get("model"), str):
+                self.model = payload["model"]
+        elif kind == "response_item":
+            self.response_item(record, ms, payload)
+        elif kind == "event_msg":
+            self.event(record, ms, payload)
+        elif kind == "compacted":
+            self.compacted(record, ms, payload)
+        else:
+            self.report.unknown(f"codex:{kind}")
+
+    def session_meta(self, payload: dict) -> None:
+        session_id = payload.get("id") or payload.get("session_id")
+        if self.meta is None and session_id == self.session_id:
+            self.meta = payload
+        else:
+            # A forked or resumed rollout repeats the meta of the session it came from.
+            self.report.unmapped("Codex session_meta of another session (fork/resume history)")
+
+    def response_item(self, record: Record, ms: int, payload: dict) -> None:
+        kind = _name(payload.get("type"))
+        if kind == "message":
+            self.message(record, ms, payload)
+        elif kind in CALLS:
+            self.call(record, ms, payload, kind)
+        elif kind in OUTPUTS:
+            self.output(record, ms, payload)
+        elif kind == "reasoning":
+            self.report.unmapped("Codex reasoning items")
+        else:
+            self.report.unknown(f"codex:response_item:{kind}")
+
+    def event(self, record: Record, ms: int, payload: dict) -> None:
+        kind = _name(payload.get("type"))
+        turn = self.current
+        if kind == "token_count":
+            self.token_count(payload.get("info"))
+        elif kind == "task_started":
+            self.has_task_events = True
+        elif kind in ("task_complete", "turn_aborted", "error"):
+            self.has_task_events = True
+            if turn and not turn.compaction:
+                failed = kind != "task_complete" or bool(payload.get("error"))
+                turn.ended = "failed" if failed else "completed"
+                turn.ended_at = ms
+                turn.last_ms = max(turn.last_ms, ms)
+        elif kind == "thread_name_updated":
+            if isinstance(payload.get("thread_name"), str) and payload["thread_name"].strip():
+                self.label = payload["thread_name"].strip()[:LABEL_LENGTH]
+        elif kind not in REPEATS:
+            self.report.unknown(f"codex:event_msg:{kind}")
+
+    # ----- conversation -----------------------------------------------------------------------
+
+    def message(self, record: Record, ms: int, payload: dict) -> None:
+        role = payload.get("role")
+        text = _text(payload.get("content"), self.report)
+        if role == "user" and not text.lstrip().startswith(CONTEXT_PREFIXES):
+            self.start_turn(record, ms)
+            self.add_message(record, ms, "user", text)
+        elif role in ("user", "developer", "system"):
+            if text:
+                self.preamble.append((record, ms, text))
+        elif role == "assistant":
+            turn = self.turn_for(record, ms)
+            turn.answered = True
+            if text:
+                self.add_message(record, ms, "assistant", text)
+        else:
+            self.report.unknown(f"codex:message role {role!r}")
+
+    def start_turn(self, record: Record, ms: int) -> _Turn:
+        parent = self.current.row["id"] if self.current else None
+        turn = _Turn(
+            {
+                "id": derived_id(ms, self.session_id, "turn", record.line),
+                "parent_turn_id": parent,
+                "started_at": ms,
+                "model": self.model,
+            },
+            last_ms=ms,
+        )
+        self.turns.append(turn)
+        self.flush_preamble()
+        return turn
+
+    def turn_for(self, record: Record, ms: int) -> _Turn:
+        """The current turn. The assistant speaking before any user message, or going on after
+        a compaction in the middle of a Codex turn, opens one (below the compaction)."""
+        if self.current is None or self.current.compaction:
+            return self.start_turn(record, ms)
+        return self.current
+
+    def flush_preamble(self) -> None:
+        waiting, self.preamble = self.preamble, []
+        for record, ms, text in waiting:
+            self.add_message(record, ms, "system", text)
+
+    def add_message(self, record: Record, ms: int, role: str, text: str, part: int = 0) -> None:
+        turn = self.current
+        self.messages.append({
+            "id": derived_id(ms, self.session_id, "message", record.line, part),
+            "turn_id": turn.row["id"],
+            "role": role,
+            "content": text,
+            "sequence": turn.messages,
+            "created_at": ms,
+        })  # fmt: skip
+        turn.messages += 1
+        turn.last_ms = max(turn.last_ms, ms)
+
+    def call(self, record: Record, ms: int, payload: dict, kind: str) -> None:
+        name_key, input_key = CALLS[kind]
+        name = payload.get(name_key) if name_key == "name" else name_key
+        turn = self.turn_for(record, ms)
+        status = payload.get("status")
+        done_now = kind in ("web_search_call", "image_generation_call")  # no separate output
+        row = {
+            "id": derived_id(ms, self.session_id, "call", record.line),
+            "turn_id": turn.row["id"],
+            "tool_name": str(name or kind),
+            "parameters": json_text(payload.get(input_key, {})),
+            "result": json_text(payload.get("result")) if payload.get("result") else None,
+            "error": None,
+            "status": "pending",
+            "started_at": ms,
+            "completed_at": ms if done_now else None,
+            "sequence": len(turn.calls),
+        }
+        if status in ("failed", "incomplete"):
+            row["status"], row["error"] = "failed", f"the call ended {status}"
+            row["completed_at"] = ms
+        elif done_now:
+            row["status"] = "completed"
+        turn.calls.append(row)
+        turn.answered = True
+        turn.last_ms = max(turn.last_ms, ms)
+        if isinstance(payload.get("call_id"), str) and row["status"] == "pending":
+            self.open_calls[payload["call_id"]] = row
+
+    def output(self, record: Record, ms: int, payload: dict) -> None:
+        call_id = payload.get("call_id")
+        call = self.open_calls.pop(call_id, None) if isinstance(call_id, str) else None
+        if call is None:
+            self.report.unmapped("Codex tool outputs whose call is not in the rollout")
+            return
+        output = payload.get("output", payload.get("tools"))
+        if isinstance(output, dict) and output.get("success") is False:
+            call["status"] = "failed"
+            call["error"] = _text(output.get("content"), None) or json_text(output)
+        else:
+            call["status"] = "completed"
+            call["result"] = json_text(output if output is not None else "")
+        call["completed_at"] = ms
+        if self.current:
+            self.current.last_ms = max(self.current.last_ms, ms)
+
+    def token_count(self, info) -> None:
+        if not isinstance(info, dict) or not self.current:
+            return
+        last = (
+            info.get("last_token_usage") if isinstance(info.get("last_token_usage"), dict) else {}
+        )
+        total = info.get("total_token_usage")
+        turn = self.current
+        if isinstance(last.get("input_tokens"), int):
+            turn.row["prompt_tokens"] = last["input_tokens"]
+            self.context_tokens = last["input_tokens"] + _int(last.get("output_tokens"))
+        # Codex repeats a token_count now and then; the running total counts each output once.
+        if isinstance(total, dict) and isinstance(total.get("output_tokens"), int):
+            grown = total["output_tokens"] - (self.total_output or 0)
+            turn.completion += grown if grown >= 0 else _int(last.get("output_tokens"))
+            self.total_output = total["output_tokens"]
+
+    def compacted(self, record: Record, ms: int, payload: dict) -> None:
+        turn = self.start_turn(record, ms)
+        turn.ended, turn.ended_at, turn.compaction = "completed", ms, True
+        summary = payload.get("message") if isinstance(payload.get("message"), str) else ""
+        history = payload.get("replacement_history")
+        if not summary.strip() and isinstance(history, list) and history:
+            summary = (
+                _text(history[-1].get("content"), None) if isinstance(history[-1], dict) else ""
+            )
+        self.add_message(record, ms, "system", "Conversation compacted")
+        if summary:
+            self.add_message(record, ms, "assistant", summary, part=1)
+        self.compactions.append({
+            "turn_id": turn.row["id"],
+            "summary": summary,
+            "summarized_turn_ids": json.dumps([t.row["id"] for t in self.turns[:-1]]),
+            "kept_turn_ids": "[]",
+            "tokens_before": self.context_tokens,
+            "created_at": ms,
+        })  # fmt: skip
+
+    # ----- the bundle -------------------------------------------------------------------------
+
+    def bundle(self) -> SessionBundle | None:
+        if not self.turns:
+            if self.preamble:
+                self.report.unmapped("Codex rollouts without a conversation")
+            return None
+        if self.preamble:
+            self.flush_preamble()  # context written after the last prompt stays with it
+        rows = [self.finish(turn, is_last=turn is self.turns[-1]) for turn in self.turns]
+        meta = self.meta or {}
+        cwd = meta.get("cwd")
+        session = {
+            "id": self.session_id,
+            "persona": PERSONA,
+            "routing_key": f"codex:{cwd if isinstance(cwd, str) and cwd else self.session_id}",
+            "label": self.label or self.first_prompt(),
+            "root_turn_id": rows[0]["id"],
+            "current_turn_id": rows[-1]["id"],
+            "created_at": iso_ms(meta.get("timestamp")) or rows[0]["started_at"],
+            "updated_at": max(t.last_ms for t in self.turns),
+            "status": "active",
+        }
+        return SessionBundle(
+            where=str(self.path),
+            session=session,
+            turns=rows,
+            messages=self.messages,
+            tool_calls=[call for turn in self.turns for call in turn.calls],
+            compactions=self.compactions,
+        )
+
+    def finish(self, turn: _Turn, *, is_last: bool) -> dict:
+        open_calls = [c for c in turn.calls if c["status"] == "pending"]
+        if turn.ended:
+            status = turn.ended
+        elif is_last and not turn.answered:
+            status = "pending"
+        elif is_last and (open_calls or self.has_task_events):
+            status = "streaming"  # no task_complete yet: Codex is still at it
+        else:
+            status = "completed"
+        for call in open_calls:
+            if status not in ("streaming", "pending"):
+                call["status"] = "failed"
+                call["error"] = "no output for this call in the rollout"
+                call["completed_at"] = None
+        prompt = turn.row.get("prompt_tokens")
+        finished = status in ("completed", "failed")
+        return {
+            **turn.row,
+            "session_id": self.session_id,
+            "status": status,
+            "completed_at": (turn.ended_at or turn.last_ms) if finished else None,
+            "prompt_tokens": prompt,
+            "completion_tokens": turn.completion if prompt is not None else None,
+            "total_tokens": prompt + turn.completion if prompt is not None else None,
+        }
+
+    def first_prompt(self) -> str | None:
+        prompt = next((m["content"] for m in self.messages if m["role"] == "user"), "")
+        return " ".join(prompt.split())[:LABEL_LENGTH] or None
+
+
+def _text(content, report: ImportReport | None) -> str:
+    """The text of a message's content (a string or input_text/output_text blocks)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif block.get("type") in ("input_image", "output_image") and report:
+            report.unmapped("Codex images")
+    return "\n\n".join(parts)
+
+
+def _name(value) -> str:
+    """A record's type as text (hostile input may hold a list or an object there)."""
+    return value if isinstance(value, str) else f"({type(value).__name__})"
+
+
+def _int(value) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

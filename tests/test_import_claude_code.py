@@ -1,0 +1,331 @@
+"""Claude Code transcripts: the ledger rows match a plain reading of the JSONL, and they render.
+
+The expected numbers come from a simple pass over the JSON lines in this file (prompts, tool_use
+ids answered by a tool_result, parents with several children, sidechain roots), not from the
+importer's code.
+"""
+
+import json
+import shutil
+import sqlite3
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from builders import LEDGER_DB
+from django.core.management import call_command
+
+SAMPLES = Path("/work/shared/samples/claude-code")
+FIXTURES = Path(__file__).parent / "fixtures" / "import" / "claude-code"
+SAMPLE_FILES = sorted(SAMPLES.glob("*.jsonl"))
+FIXTURE_FILES = sorted(FIXTURES.glob("*.jsonl"))
+needs_samples = pytest.mark.skipif(not SAMPLE_FILES, reason="no shared samples on this machine")
+
+
+# ----- an independent reading of a transcript --------------------------------------------------
+
+
+def json_lines(*paths: Path) -> list[dict]:
+    found = []
+    for path in paths:
+        for line in path.read_text().splitlines():
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                found.append(value)
+    return found
+
+
+def blocks(line: dict) -> list:
+    content = line.get("message", {}).get("content")
+    return [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+
+
+def is_prompt(line: dict) -> bool:
+    if line.get("type") != "user" or line.get("isCompactSummary") or line.get("isMeta"):
+        return False
+    texts = [b.get("text", "") for b in blocks(line) if b.get("type") == "text"]
+    return bool(texts) and not texts[0].startswith("[Request interrupted")
+
+
+def expected(*paths: Path) -> dict:
+    lines = [x for x in json_lines(*paths) if x.get("type") in ("user", "assistant", "system")]
+    main = [x for x in lines if not x.get("isSidechain")]
+    side = [x for x in lines if x.get("isSidechain")]
+    uses = {b["id"] for x in lines for b in blocks(x) if b.get("type") == "tool_use"}
+    results = {
+        b["tool_use_id"]: bool(b.get("is_error"))
+        for x in lines
+        for b in blocks(x)
+        if b.get("type") == "tool_result"
+    }
+    children: dict[str, int] = {}
+    for x in main:
+        if x.get("parentUuid"):
+            children[x["parentUuid"]] = children.get(x["parentUuid"], 0) + 1
+    boundaries = [x for x in main if x.get("subtype") == "compact_boundary"]
+    return {
+        "turns": sum(map(is_prompt, main)) + len(boundaries),
+        "sidechain_turns": sum(map(is_prompt, side)),
+        "paired": len(uses & results.keys()),
+        "failed": sum(1 for i in uses & results.keys() if results[i]),
+        "branch_points": sum(1 for n in children.values() if n > 1),
+        "subagents": sum(1 for x in side if x.get("parentUuid") is None),
+        "compactions": len(boundaries),
+    }
+
+
+# ----- helpers over the ledger -----------------------------------------------------------------
+
+
+def import_into(dest: Path, *paths) -> str:
+    out = StringIO()
+    call_command(
+        "ledger_import", "claude-code", *map(str, paths), "--ledger", str(dest), stdout=out
+    )
+    return out.getvalue()
+
+
+def query(dest: Path, sql: str, *params):
+    with sqlite3.connect(dest) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+def one(dest: Path, sql: str, *params):
+    return query(dest, sql, *params)[0][0]
+
+
+def ledger_counts(dest: Path, session_id: str) -> dict:
+    calls = "FROM tool_calls WHERE turn_id IN (SELECT id FROM turns WHERE session_id = ?)"
+    branch_points = (
+        "SELECT count(*) FROM (SELECT parent_turn_id FROM turns WHERE session_id = ?"
+        " AND parent_turn_id IS NOT NULL GROUP BY 1 HAVING count(*) > 1)"
+    )
+    compactions = (
+        "SELECT count(*) FROM compactions"
+        " WHERE turn_id IN (SELECT id FROM turns WHERE session_id = ?)"
+    )
+    return {
+        "turns": one(dest, "SELECT count(*) FROM turns WHERE session_id = ?", session_id),
+        "paired": one(dest, f"SELECT count(*) {calls} AND completed_at IS NOT NULL", session_id),
+        "failed": one(dest, f"SELECT count(*) {calls} AND status = 'failed'", session_id),
+        "branch_points": one(dest, branch_points, session_id),
+        "compactions": one(dest, compactions, session_id),
+    }
+
+
+def session_of(path: Path) -> str:
+    return next(x["sessionId"] for x in reversed(json_lines(path)) if "sessionId" in x)
+
+
+# ----- counts against the input ----------------------------------------------------------------
+
+
+@needs_samples
+@pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.name[:8])
+def test_a_real_sample_matches_a_plain_reading_of_it(tmp_path, path):
+    dest = tmp_path / "l.sqlite3"
+    import_into(dest, path)
+    want = expected(path)
+    got = ledger_counts(dest, session_of(path))
+    assert got == {k: want[k] for k in got}
+    assert want["turns"] > 1 and want["paired"] > 5  # the samples are real conversations
+
+
+@pytest.mark.parametrize("name", ["rewind", "compaction", "malformed"])
+def test_a_fixture_matches_a_plain_reading_of_it(tmp_path, name):
+    path = FIXTURES / f"{name}.jsonl"
+    dest = tmp_path / "l.sqlite3"
+    import_into(dest, path)
+    got = ledger_counts(dest, session_of(path))
+    want = expected(path)
+    assert got == {k: want[k] for k in got}
+
+
+def test_a_rewind_becomes_a_branch_and_the_latest_branch_is_the_head(tmp_path):
+    dest = tmp_path / "l.sqlite3"
+    import_into(dest, FIXTURES / "rewind.jsonl")
+    first = "a0000000-0000-4000-8000-000000000001"
+    children = query(dest, "SELECT id FROM turns WHERE parent_turn_id = ? ORDER BY id", first)
+    assert children == [
+        ("a0000000-0000-4000-8000-000000000005",),  # the prompt that was rewound
+        ("a0000000-0000-4000-8000-000000000008",),  # its rewrite
+    ]
+    label, head = query(dest, "SELECT label, current_turn_id FROM sessions")[0]
+    assert head == "a0000000-0000-4000-8000-000000000008"
+    assert label == "Fix the checkout total"  # the summary whose leaf is in this file
+
+
+def test_tool_results_belong_to_the_turn_of_the_call_with_their_error(tmp_path):
+    dest = tmp_path / "l.sqlite3"
+    import_into(dest, FIXTURES / "rewind.jsonl")
+    rows = query(
+        dest,
+        "SELECT id, turn_id, status, result, error FROM tool_calls ORDER BY started_at",
+    )
+    read, rejected, edit = rows
+    assert read[1] == "a0000000-0000-4000-8000-000000000001"
+    assert json.loads(read[3]) == "def total(items): return sum(i.price for i in items)"
+    assert rejected[2:] == ("failed", None, "The user doesn't want to proceed with this tool use.")
+    assert edit[2] == "completed" and json.loads(edit[3]) == "Edited cart.py"
+    # the user lines carrying results are not turns of their own
+    assert one(dest, "SELECT count(*) FROM turns") == 3
+
+
+def test_usage_gives_the_prompt_of_the_last_call_and_counts_each_response_once(tmp_path):
+    dest = tmp_path / "l.sqlite3"
+    import_into(dest, FIXTURES / "rewind.jsonl")
+    # turn 1: two responses (msg_r1, msg_r2); the last had 300 + 1000 cached prompt tokens
+    assert query(
+        dest,
+        "SELECT prompt_tokens, completion_tokens, total_tokens, model FROM turns WHERE id = ?",
+        "a0000000-0000-4000-8000-000000000001",
+    ) == [(1300, 20 + 40, 1360, "claude-sonnet-4-20250514")]
+
+
+def test_sidechains_under_task_calls_become_subagent_sessions(tmp_path):
+    path = FIXTURES / "subagent.jsonl"
+    dest = tmp_path / "l.sqlite3"
+    import_into(dest, path)
+    want = expected(path, *sorted((FIXTURES / "subagent" / "subagents").glob("*.jsonl")))
+    parent = session_of(path)
+    children = query(
+        dest, "SELECT id, label, routing_key FROM sessions WHERE routing_key LIKE 'subagent:%'"
+        " ORDER BY routing_key",
+    )  # fmt: skip
+    assert len(children) == want["subagents"] == 2
+    assert [c[2] for c in children] == [
+        f"subagent:{parent}:toolu_task1",  # sidechain in the file, found by its prompt
+        f"subagent:{parent}:toolu_task2",  # subagents/agent-a1b2c3d.jsonl, found by its agentId
+    ]
+    assert [c[1] for c in children] == ["Find config readers", "Find callers"]
+    child_turns = one(
+        dest, "SELECT count(*) FROM turns WHERE session_id IN (SELECT id FROM sessions"
+        " WHERE routing_key LIKE 'subagent:%')",
+    )  # fmt: skip
+    assert child_turns == want["sidechain_turns"]
+    assert one(dest, "SELECT count(*) FROM turns WHERE session_id = ?", parent) == want["turns"]
+    assert (
+        one(dest, "SELECT count(*) FROM tool_calls WHERE completed_at IS NOT NULL")
+        == (want["paired"])
+    )
+
+
+def test_a_compaction_is_a_turn_that_folds_the_turns_before_it(tmp_path):
+    dest = tmp_path / "l.sqlite3"
+    import_into(dest, FIXTURES / "compaction.jsonl")
+    boundary = "c0000000-0000-4000-8000-000000000005"
+    (turn_parent,) = query(dest, "SELECT parent_turn_id FROM turns WHERE id = ?", boundary)[0]
+    assert turn_parent == "c0000000-0000-4000-8000-000000000003"  # its logicalParentUuid's turn
+    summary, folded, before, trigger = query(
+        dest, "SELECT summary, summarized_turn_ids, tokens_before, trigger_reason FROM compactions"
+    )[0]
+    assert summary.startswith("This session is being continued")
+    assert json.loads(folded) == [
+        "c0000000-0000-4000-8000-000000000001",
+        "c0000000-0000-4000-8000-000000000003",
+    ]
+    assert (before, trigger) == (155210, "auto")
+    after = query(dest, "SELECT parent_turn_id FROM turns WHERE id LIKE '%07'")[0][0]
+    assert after == boundary
+
+
+def test_malformed_lines_are_reported_with_file_and_line_and_skipped(tmp_path):
+    out = import_into(tmp_path / "l.sqlite3", FIXTURES / "malformed.jsonl")
+    assert "Skipped 2 malformed record(s):" in out
+    assert "malformed.jsonl:2: not JSON" in out
+    assert "malformed.jsonl:4: a JSON list, not an object" in out
+    assert "claude-code:telemetry: 1" in out  # unknown type: counted, not fatal
+    assert "Claude Code file-history-snapshot lines: 1" in out
+
+
+# ----- idempotence and growth -------------------------------------------------------------------
+
+
+def all_rows(dest: Path) -> dict[str, list]:
+    tables = ("sessions", "turns", "messages", "tool_calls", "compactions")
+    return {t: sorted(query(dest, f"SELECT * FROM {t}"), key=repr) for t in tables}
+
+
+def test_importing_again_adds_nothing(tmp_path):
+    dest = tmp_path / "l.sqlite3"
+    import_into(dest, FIXTURES)
+    before = all_rows(dest)
+    import_into(dest, FIXTURES)
+    assert all_rows(dest) == before
+
+
+@needs_samples
+def test_a_grown_transcript_adds_only_its_new_part(tmp_path):
+    """Import half a real session (cut after a tool call, before its result), let it grow to the
+    whole file, import again: the ledger then holds exactly what a fresh import of the whole file
+    gives, and the second run added only the difference."""
+    sample = max(SAMPLE_FILES, key=lambda p: p.stat().st_size)
+    lines = sample.read_text().splitlines(keepends=True)
+    cut = next(
+        i for i in range(len(lines) // 2, len(lines))
+        if any(b.get("type") == "tool_use" for b in blocks(json.loads(lines[i])))
+    ) + 1  # fmt: skip
+    growing = tmp_path / sample.name
+    growing.write_text("".join(lines[:cut]))
+    dest = tmp_path / "grown.sqlite3"
+    import_into(dest, growing)
+    half = {t: len(rows) for t, rows in all_rows(dest).items()}
+    assert query(dest, "SELECT status FROM tool_calls WHERE completed_at IS NULL") == [("pending",)]
+
+    with growing.open("a") as file:
+        file.writelines(lines[cut:])
+    out = import_into(dest, growing)
+
+    fresh = tmp_path / "fresh.sqlite3"
+    import_into(fresh, sample)
+    assert all_rows(dest) == all_rows(fresh)
+    whole = {t: len(rows) for t, rows in all_rows(fresh).items()}
+    assert f"turns: {whole['turns'] - half['turns']} added, {half['turns']} already there" in out
+    assert f"tool_calls: {whole['tool_calls'] - half['tool_calls']} added" in out
+
+
+def test_a_folder_is_read_like_claude_projects(tmp_path):
+    projects = tmp_path / "projects" / "-home-ada-shop"
+    shutil.copytree(FIXTURES, projects, ignore=shutil.ignore_patterns("*.txt"))
+    dest = tmp_path / "l.sqlite3"
+    import_into(dest, tmp_path / "projects")
+    # four transcripts and two subagents; the subagent file is not a session of its own
+    assert one(dest, "SELECT count(*) FROM sessions") == 6
+
+
+# ----- what the browser shows ------------------------------------------------------------------
+
+
+@LEDGER_DB
+def test_an_imported_session_with_subagents_renders_its_tree_and_links(viewer_client, ledger):
+    out = StringIO()
+    call_command("ledger_import", "claude-code", str(FIXTURES), stdout=out)
+    parent = session_of(FIXTURES / "subagent.jsonl")
+    child = ledger.conn.execute(
+        "SELECT id FROM sessions WHERE routing_key = ?", (f"subagent:{parent}:toolu_task2",)
+    ).fetchone()[0]
+    page = viewer_client.get(f"/sessions/{parent}/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'data-turn="b0000000-0000-4000-8000-000000000001"' in html
+    assert f'href="/sessions/{child}/"' in html  # the subagent is listed under its parent
+    child_page = viewer_client.get(f"/sessions/{child}/")
+    assert child_page.status_code == 200
+    assert f'href="/sessions/{parent}/turns/b0000000-0000-4000-8000-000000000001/' in (
+        child_page.content.decode()
+    )
+
+
+@LEDGER_DB
+def test_an_imported_rewind_and_compaction_render_as_a_tree(viewer_client, ledger):
+    call_command("ledger_import", "claude-code", str(FIXTURES), stdout=StringIO())
+    rewind = viewer_client.get(f"/sessions/{session_of(FIXTURES / 'rewind.jsonl')}/?format=json")
+    assert rewind.status_code == 200
+    totals = rewind.json()["totals"]
+    assert (totals["turns"], totals["branches"], totals["failed_turns"]) == (3, 2, 0)
+    compacted = viewer_client.get(f"/sessions/{session_of(FIXTURES / 'compaction.jsonl')}/")
+    assert compacted.status_code == 200
+    assert "mark-compaction" in compacted.content.decode()
