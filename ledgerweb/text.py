@@ -24,6 +24,7 @@ class JsonText:
     error: str = ""
     truncated: bool = False
     total_chars: int = 0
+    is_string: bool = False  # a JSON string, shown as its text (tool results often are)
 
     @property
     def is_empty(self) -> bool:
@@ -44,6 +45,9 @@ def show_json(raw, *, total_chars: int | None = None) -> JsonText:
         value = json.loads(raw)
     except (ValueError, RecursionError) as error:
         return JsonText(raw, valid=False, error=_short(error), total_chars=total)
+    if isinstance(value, str):
+        # "line 1\nline 2" in quotes with escapes is unreadable; its text is what was meant.
+        return JsonText(value, valid=True, total_chars=total, is_string=True)
     pretty = json.dumps(value, indent=2, ensure_ascii=False)
     return JsonText(pretty, valid=True, total_chars=total)
 

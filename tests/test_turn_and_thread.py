@@ -82,6 +82,16 @@ def test_markdown_is_rendered_and_script_is_not(viewer_client, ledger):
     assert "<script>alert(2)" not in page
 
 
+def test_a_json_string_result_is_shown_as_its_text(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    ledger.tool_call(t, 1, parameters='{"q": 1}', result='"app.py:3\\ncli.py:8 <b>"')
+    ledger.set_head(s, t, t)
+    page = viewer_client.get("/sessions/S1/turns/T1/").content.decode()
+    assert "app.py:3\ncli.py:8 &lt;b&gt;</pre>" in page  # real line break, no quotes, escaped
+    assert "a JSON string, shown as text" in page
+
+
 def test_invalid_json_is_shown_raw_with_a_warning(viewer_client, ledger):
     s = ledger.session(id="S1")
     t = ledger.turn(s, id="T1")
