@@ -44,6 +44,7 @@ class ThreadStep:
     messages: list[ThreadMessage] = field(default_factory=list)
     tool_calls: list[ThreadToolCall] = field(default_factory=list)
     in_context: bool = True  # False: folded into a compaction's summary
+    hidden: bool = False  # in context, but older than the turns the page shows
 
 
 @dataclass
@@ -91,11 +92,12 @@ class Thread:
 
     @property
     def groups(self) -> list[tuple[str, list[ThreadStep]]]:
-        """Steps in order, runs of turns folded into a compaction summary grouped together."""
+        """Steps in order; runs of turns folded into a compaction summary, and of older turns
+        the page does not show, grouped together."""
         groups: list[tuple[str, list[ThreadStep]]] = []
         for step in self.steps:
-            kind = "step" if step.in_context else "folded"
-            if kind == "folded" and groups and groups[-1][0] == "folded":
+            kind = "folded" if not step.in_context else "earlier" if step.hidden else "step"
+            if kind != "step" and groups and groups[-1][0] == kind:
                 groups[-1][1].append(step)
             else:
                 groups.append((kind, [step]))
@@ -158,10 +160,14 @@ def ancestor_path(turn_id: str) -> tuple[list[TurnInfo], list[str]]:
     return path, problems
 
 
-def load_thread(turn_id: str, *, full_text: bool = False) -> Thread | None:
+def load_thread(
+    turn_id: str, *, full_text: bool = False, newest: int | None = None
+) -> Thread | None:
     """The thread at a turn. With full_text (the export) every turn's whole messages and tool
     calls; for the page, message previews of the turns still in context, and only a one-line
-    preview of the turns a compaction folded away (a 5,000-turn thread stays light)."""
+    preview of the turns a compaction folded away (a 5,000-turn thread stays light). With
+    `newest`, only that many of the newest turns in context get their messages: older ones are
+    counted (tokens included) but not loaded, so a 20,000-deep thread is still a page."""
     path, problems = ancestor_path(turn_id)
     if not path:
         return None
@@ -172,7 +178,10 @@ def load_thread(turn_id: str, *, full_text: bool = False) -> Thread | None:
         steps.append(ThreadStep(turn, running))
     compaction = _latest_compaction(steps, ids_sql, ids, problems)
 
-    shown = [s for s in steps if full_text or s.in_context]
+    in_context = [s for s in steps if full_text or s.in_context]
+    for step in in_context[: -newest if newest else 0]:
+        step.hidden = True
+    shown = [s for s in in_context if not s.hidden]
     folded = {s.turn.id: s.turn for s in steps if not (full_text or s.in_context)}
     add_aggregates(folded)  # previews and tool-call counts in three queries
     _add_contents([s.turn.id for s in shown], {s.turn.id: s for s in shown}, full_text)

@@ -21,6 +21,10 @@ from sessions.rows_html import tree_rows_html
 from sessions.thread import load_thread
 from sessions.turn_detail import add_payloads, load_payload, load_tool_call, load_turn_detail
 
+# The thread page shows this many of the turns nearest the fork point; older ones are counted
+# and can be shown with ?all=1 (a 20,000-turn page is 12 MB of HTML and ten seconds of render).
+THREAD_PAGE_TURNS = 200
+
 
 def _get_session(session_id: str) -> Session:
     session = Session.objects.filter(id=session_id).first()
@@ -140,7 +144,8 @@ def payload(request: HttpRequest, session_id: str, turn_id: str, kind: str, item
 @require_GET
 def thread(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     session = _get_session(session_id)
-    the_thread = load_thread(turn_id)
+    show_all = wants_json(request) or request.GET.get("all") == "1"
+    the_thread = load_thread(turn_id, newest=None if show_all else THREAD_PAGE_TURNS)
     if the_thread is None:
         raise Http404(f"No turn {turn_id!r}")
     if wants_json(request):

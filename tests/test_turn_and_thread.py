@@ -299,3 +299,22 @@ def test_a_thread_after_a_compaction_lists_only_the_latest_folded_turns(viewer_c
     assert "The last 50 of them" in page
     assert "question 29" in page and "question 28" not in page  # T029–T078 shown
     assert page.count('<li class="step') == 3  # the folded group, the kept turn, the compaction
+
+
+def test_a_long_thread_page_shows_the_turns_nearest_the_fork_point(viewer_client, ledger):
+    from sessions.views import THREAD_PAGE_TURNS
+
+    s = ledger.session(id="S1")
+    parent = None
+    for i in range(THREAD_PAGE_TURNS + 5):
+        parent = ledger.turn(s, parent, id=f"T{i:04d}", started_at=T0 + i)
+        ledger.message(parent, 1, content=f"question number {i:04d}")
+    ledger.set_head(s, {"id": "T0000"}, parent)
+    head = parent["id"]
+    page = viewer_client.get(f"/sessions/S1/turns/{head}/thread/").content.decode()
+    assert "5 earlier turns of this thread are not shown" in page
+    assert "question number 0004" not in page and "question number 0005" in page
+    total = (THREAD_PAGE_TURNS + 5) * 1337
+    assert f"{total:,} tokens spent along the whole thread" in page  # hidden turns counted
+    everything = viewer_client.get(f"/sessions/S1/turns/{head}/thread/?all=1").content.decode()
+    assert "question number 0000" in everything and "earlier turn" not in everything
