@@ -58,6 +58,10 @@ class DashboardFilters:
         if f.until_ms <= f.since_ms:
             f.errors["until"] = "the window ends before it starts; showing the last 24 hours"
             f.since_ms, f.until_ms, f.window = now - WINDOWS["24h"], now, "24h"
+        if WINDOWS.get(f.window, 0) >= 12 * HOUR:
+            # A preset window starts on the hour ("24 h" at 14:37 is from 14:00 yesterday):
+            # whole hours come from the rollups, only the current one is read live.
+            f.since_ms = f.since_ms // HOUR * HOUR
         return f
 
     @cached_property
@@ -378,14 +382,15 @@ def hooks(f: DashboardFilters) -> ChartResult:
 
 
 def _status_splits(f: DashboardFilters) -> dict[str, dict]:
-    """Requests by source and by principal, each split by status."""
-    splits: dict[str, dict] = {"event_source": {}, "principal_id": {}}
-    for column, kind in (("event_source", "source"), ("principal_id", "principal")):
-        for _, _, key, status, count, _, _ in f.facts(kind):
-            if key is not None:
-                by_status = splits[column].setdefault(key, {})
-                by_status[status] = by_status.get(status, 0) + count
-    return splits
+    """Requests by source (all of them) and by principal (the top ones), split by status."""
+    by_source: dict[str, Counter] = {}
+    for _, _, source, status, count, _, _ in f.facts("source"):
+        by_source.setdefault(source, Counter())[status] += count
+    by_principal = rollups.top_keys(f.scope, f.plan, "principal", TOP)
+    return {
+        "event_source": {k: dict(v) for k, v in by_source.items()},
+        "principal_id": {k: dict(v) for k, v in by_principal.items()},
+    }
 
 
 def _top(split: dict[str, dict[str, int]], limit: int | None) -> list:

@@ -17,6 +17,7 @@ never stored. See docs/decisions.md.
 import json
 import time
 from collections import Counter, defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -329,19 +330,73 @@ def facts(scope: Scope, the_plan: Plan, kind: str, bucket_ms: int | None = None)
     if the_plan.stored:
         assert not bucket_ms or bucket_ms % HOUR == 0, "stored hours cannot be split"
         size = bucket_ms or 0
-        hours, hour_params = sqlite.in_list(the_plan.stored)
-        filters, filter_params = _store_filters(scope)
-        with connections["default"].cursor() as cursor:
-            cursor.execute(
-                f"""SELECT {f"(hour / {size}) * {size}" if size else 0}, source, key, sub,
-                           sum(n), sum(total), max(last)
-                    FROM {RollupFact._meta.db_table}
-                    WHERE ledger = %s AND kind = %s AND hour IN {hours} {filters}
-                    GROUP BY 1, 2, 3, 4""",
-                [ledger_key(), kind, *hour_params, *filter_params],
-            )
+        with _stored_facts(
+            scope, the_plan, kind,
+            f"""{f"(hour / {size}) * {size}" if size else 0}, source, key, sub, sum(n),
+                sum(total), max(last)""",
+            "GROUP BY 1, 2, 3, 4",
+        ) as cursor:  # fmt: skip
             rows.extend(cursor.fetchall())
     return rows
+
+
+def top_keys(scope: Scope, the_plan: Plan, kind: str, limit: int) -> dict[object, Counter]:
+    """The `limit` keys of a kind with the most requests (ties: by key), each with its counts
+    by sub, exactly, without summing every key in Python (30 days: ~100,000 principals × status).
+
+    Stored totals are read most first and cut once at least limit + L keys are in (L: the keys
+    of the live part) and the total drops: a key left out has fewer stored requests than each of
+    `limit` kept keys that have no live ones, so it cannot make the top."""
+    live: dict[object, Counter] = defaultdict(Counter)
+    for _, _, key, sub, n, _, _ in facts(scope, Plan([], the_plan.live), kind):
+        if key is not None:
+            live[key][sub] += n
+    stored: dict[object, int] = {}
+    if the_plan.stored:
+        need = limit + len(live)
+        with _stored_facts(
+            scope, the_plan, kind, "key, sum(n)",
+            "AND key IS NOT NULL GROUP BY key ORDER BY 2 DESC",
+        ) as cursor:  # fmt: skip
+            lowest = 0
+            for key, total in cursor:
+                if len(stored) >= need and total < lowest:
+                    break
+                stored[key] = lowest = total
+        missing = [key for key in live if key not in stored]
+        if missing:  # live keys whose stored totals the cut left out
+            keys, key_params = sqlite.in_list(missing)
+            with _stored_facts(
+                scope, the_plan, kind, "key, sum(n)", f"AND key IN {keys} GROUP BY key",
+                key_params,
+            ) as cursor:  # fmt: skip
+                stored.update(cursor.fetchall())
+    totals = {k: stored.get(k, 0) + sum(live[k].values()) for k in stored.keys() | live.keys()}
+    top = sorted(totals, key=lambda k: (-totals[k], str(k)))[:limit]
+    result = {key: Counter(live.get(key, {})) for key in top}
+    if the_plan.stored and top:
+        keys, key_params = sqlite.in_list(top)
+        with _stored_facts(
+            scope, the_plan, kind, "key, sub, sum(n)", f"AND key IN {keys} GROUP BY 1, 2",
+            key_params,
+        ) as cursor:  # fmt: skip
+            for key, sub, n in cursor:
+                result[key][sub] += n
+    return result
+
+
+@contextmanager
+def _stored_facts(scope: Scope, the_plan: Plan, kind: str, select: str, tail: str, params=()):
+    """A cursor over one kind's stored facts of the plan's hours, for the scope's filters."""
+    hours, hour_params = sqlite.in_list(the_plan.stored)
+    filters, filter_params = _store_filters(scope)
+    with connections["default"].cursor() as cursor:
+        cursor.execute(
+            f"""SELECT {select} FROM {RollupFact._meta.db_table}
+                WHERE ledger = %s AND kind = %s AND hour IN {hours} {filters} {tail}""",
+            [ledger_key(), kind, *hour_params, *filter_params, *params],
+        )
+        yield cursor
 
 
 def timing_distributions(scope: Scope, the_plan: Plan) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -177,3 +177,34 @@ def test_an_hour_with_a_request_still_processing_is_stored_once_it_finishes(view
     counts = {s["error_stage"]: s["count"] for s in after["by_stage"]}
     assert counts["madeUpStage"] == 1
     assert sum(counts.values()) == sum(s["count"] for s in before["by_stage"]) + 1
+
+
+def test_preset_windows_start_on_the_hour_and_say_so(viewer_client, ledger):
+    """Whole hours come from the rollups: "24 h" at 14:37 starts at 14:00 yesterday."""
+    from ledgerweb.timestamps import now_ms
+
+    before = now_ms()
+    data = viewer_client.get("/pipeline/charts/throughput/?window=24h&format=json").json()
+    start = data["buckets"][0]["start"]
+    assert start % H == 0 and before - 25 * H < start <= before - 24 * H
+    page = viewer_client.get("/pipeline/?window=24h").content.decode()
+    assert ":00" in page.split("From ", 1)[1].split(" to ", 1)[0]
+
+
+def test_the_top_principals_are_exact_when_the_live_part_changes_the_order(viewer_client, ledger):
+    """A principal with few stored requests but many in the live part still makes the top."""
+    for i in range(12):  # twelve principals, 3 stored requests each, in an old hour
+        for k in range(3):
+            ledger.request(principal_id=f"stored-{i:02d}", started_at=T0 + 2 * H + i * 10 + k)
+    for k in range(2):
+        ledger.request(principal_id="rising", started_at=T0 + 3 * H + k)
+    for k in range(5):  # the live part: the window's partial last hour
+        ledger.request(principal_id="rising", started_at=T0 + 5 * H + k)
+    query = f"since={T0}&until={T0 + 5 * H + 30 * 60_000}&format=json"
+    viewer_client.get(f"/pipeline/charts/sources/?{query}")  # builds the whole hours
+    principals = viewer_client.get(f"/pipeline/charts/sources/?{query}").json()["principal_id"]
+    assert T0 + 3 * H in stored_hours()
+    assert principals[0] == {
+        "principal_id": "rising", "total": 7, "by_status": {"completed": 7}, "failure_rate": 0.0
+    }  # fmt: skip
+    assert [p["principal_id"] for p in principals[1:]] == [f"stored-{i:02d}" for i in range(9)]
