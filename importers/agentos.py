@@ -25,15 +25,15 @@ from pathlib import Path
 from importers.bundle import ImportReport, SessionBundle, derived_id
 from importers.sqlite_source import (
     RowsByKey,
-    error_in,
-    extra_columns,
-    filled,
+    SourceReader,
+    call_outcome,
     first_line,
-    json_text,
-    open_source,
+    json_as_written,
+    message_row,
+    read_ledgers,
     text_id,
-    to_ms,
 )
+from importers.times import any_unit_ms
 
 FORMAT = "agentos"
 KIND = "an Agent OS ledger"
@@ -57,56 +57,27 @@ FAILED_TASK = {"failed", "error", "cancelled", "canceled"}
 
 
 def read(paths: list[Path], report: ImportReport) -> Iterator[SessionBundle]:
-    for path in paths:
-        with open_source(path, KIND, REQUIRED) as conn:
-            yield from _Reader(conn, str(path), report).bundles()
+    return read_ledgers(paths, report, kind=KIND, required=REQUIRED, reader=_Reader)
 
 
-class _Reader:
+class _Reader(SourceReader):
     def __init__(self, conn, path: str, report: ImportReport):
-        self.conn, self.path, self.report = conn, path, report
-        self.unread = {t: extra_columns(conn, t, set(REQUIRED[t])) for t in REQUIRED}
+        # Every column the seed names is read; any other is one the Agents Ledger cannot hold.
+        super().__init__(conn, path, report, REQUIRED)
         self.spawned_by = self.spawning_calls()
-
-    def where(self, table: str, row_id) -> str:
-        return f"{self.path}: {table} id={row_id}"
-
-    def skip(self, table: str, row: dict, why: str) -> None:
-        self.report.skipped(self.where(table, row.get("id")), why)
-
-    def count_unread(self, table: str, row: dict) -> None:
-        for column in filled(row, self.unread[table]):
-            self.report.unmapped(f"{table}.{column}")
 
     # -- the whole source, task by task --------------------------------------------------------
 
     def bundles(self) -> Iterator[SessionBundle]:
-        tasks = self.conn.execute("SELECT CAST(id AS TEXT) AS _key, * FROM tasks ORDER BY _key")
-        messages = RowsByKey(
-            self.conn, "messages", "task_id", "timestamp, rowid", "rowid AS _rowid, *"
-        )
-        calls = RowsByKey(self.conn, "calls", "task_id", "created_at, id")
-        previous = None
-        for task in tasks:
-            key = task["_key"]
-            if text_id(task["id"]) is None or key == previous:
-                why = "repeats an earlier task's id" if key == previous else "it has no id"
-                self.skip("tasks", task, why)
-                continue
-            previous = key
-            task_messages, orphans = messages.take(key)
-            self.skip_orphans("messages", orphans)
-            task_calls, orphans = calls.take(key)
-            self.skip_orphans("calls", orphans)
-            bundle = self.task_bundle(task, task_messages, task_calls)
-            if bundle is not None:
+        tables = {
+            "messages": RowsByKey(
+                self.conn, "messages", "task_id", "timestamp, rowid", "rowid AS _rowid, *"
+            ),
+            "calls": RowsByKey(self.conn, "calls", "task_id", "created_at, id"),
+        }
+        for task, rows in self.sessions_with_rows("tasks", "task", tables):
+            if bundle := self.task_bundle(task, rows["messages"], rows["calls"]):
                 yield bundle
-        self.skip_orphans("messages", messages.rest())
-        self.skip_orphans("calls", calls.rest())
-
-    def skip_orphans(self, table: str, rows: list[dict]) -> None:
-        for row in rows:
-            self.skip(table, row, f"its task {row['task_id']!r} does not exist")
 
     def spawning_calls(self) -> dict[str, str]:
         """Subtask id → the id of the parent's call that spawned it, where one can be told."""
@@ -124,7 +95,7 @@ class _Reader:
             naming = [c for c in calls if _names(c["parameters"], subtask["id"])] or [
                 c for c in calls if _names(c["details"], subtask["id"])
             ]
-            created = to_ms(subtask["created_at"])
+            created = any_unit_ms(subtask["created_at"])
             running = [c for c in calls if created and _was_running(c, created)]
             chosen = naming[0] if naming else running[0] if len(running) == 1 else None
             if chosen and text_id(chosen["id"]):
@@ -137,7 +108,9 @@ class _Reader:
         task_id = text_id(task["id"])
         where = self.where("tasks", task_id)
         messages = self.valid_messages(message_rows)
-        created_at = to_ms(task["created_at"]) or min((m["ms"] for m in messages), default=None)
+        created_at = any_unit_ms(task["created_at"]) or min(
+            (m["ms"] for m in messages), default=None
+        )
         if created_at is None:
             self.report.session_failed(where, "no usable timestamp: no created_at, no messages")
             return None
@@ -150,7 +123,7 @@ class _Reader:
         tool_calls = [self.tool_call(c, turn_of[c["start_message_id"]]) for c in calls]
         _number_within_turns(tool_calls)
 
-        times = [created_at, to_ms(task["updated_at"]) or 0, *(m["ms"] for m in messages)]
+        times = [created_at, any_unit_ms(task["updated_at"]) or 0, *(m["ms"] for m in messages)]
         times += [c["completed_at"] or c["started_at"] for c in tool_calls]
         return SessionBundle(
             where=where,
@@ -167,7 +140,7 @@ class _Reader:
             },
             turns=[{k: v for k, v in t.items() if k != "_messages"} for t in turns],
             messages=[
-                _message_row(m, t["id"], n)
+                message_row(m, t["id"], n)
                 for t in turns
                 for n, m in enumerate(t["_messages"], start=1)
             ],
@@ -175,41 +148,24 @@ class _Reader:
         )
 
     def valid_messages(self, rows: list[dict]) -> list[dict]:
-        messages, seen = [], set()
-        for row in rows:
-            message_id, ms = text_id(row["id"]), to_ms(row["timestamp"])
-            why = None
-            if message_id is None or message_id in seen:
-                why = "it has no id" if message_id is None else "repeats an earlier message's id"
-            elif text_id(row["role"]) is None:
-                why = "it has no role"
-            elif ms is None:
-                why = f"its timestamp {row['timestamp']!r} is not a time"
-            if why:
-                self.skip("messages", row, why)
-                continue
-            seen.add(message_id)
+        messages = []
+        for message_id, row in self.valid_rows("messages", "message", rows, _message_problem):
             self.count_unread("messages", row)
-            messages.append({**row, "id": message_id, "ms": ms})
+            messages.append({**row, "id": message_id, "ms": any_unit_ms(row["timestamp"])})
         # Time order, then the order they were written in (rowid) for messages of one ms.
         return sorted(messages, key=lambda m: (m["ms"], m["_rowid"]))
 
     def valid_calls(self, rows: list[dict], messages: dict[str, dict]) -> list[dict]:
-        calls, seen = [], set()
-        for row in rows:
-            call_id, start = text_id(row["id"]), text_id(row["start_message_id"])
-            why = None
-            if call_id is None or call_id in seen:
-                why = "it has no id" if call_id is None else "repeats an earlier call's id"
-            elif text_id(row["ability_name"]) is None:
-                why = "it has no ability_name"
-            elif start not in messages:
-                why = f"its start message {start} does not exist in its task"
-            if why:
-                self.skip("calls", row, why)
-                continue
-            seen.add(call_id)
-            end = text_id(row["end_message_id"])
+        def problem(row: dict) -> str | None:
+            if text_id(row["ability_name"]) is None:
+                return "it has no ability_name"
+            if (start := text_id(row["start_message_id"])) not in messages:
+                return f"its start message {start} does not exist in its task"
+            return None
+
+        calls = []
+        for call_id, row in self.valid_rows("calls", "call", rows, problem):
+            start, end = text_id(row["start_message_id"]), text_id(row["end_message_id"])
             if end is not None and end not in messages:
                 self.report.skipped(
                     self.where("calls", call_id) + " end_message_id",
@@ -272,27 +228,26 @@ class _Reader:
         return rows
 
     def tool_call(self, call: dict, turn: dict) -> dict:
-        word = call["status"]
-        status = CALL_STATUS.get(word.lower() if isinstance(word, str) else word, "pending")
-        details = json_text(call["details"], None)
+        details = json_as_written(call["details"], None)
+        status, error = call_outcome(call["status"], details, CALL_STATUS)
         if status == "pending" and details not in (None, "", "{}", "null"):
             self.report.unmapped("calls.details (recovery info of unfinished calls)")
         if call["_end"]:
             completed = call["_end"]["ms"]
         else:
-            completed = to_ms(call["updated_at"]) if status != "pending" else None
+            completed = any_unit_ms(call["updated_at"]) if status != "pending" else None
         return {
             "id": call["id"],
             "turn_id": turn["id"],
             "tool_name": text_id(call["ability_name"]),
-            "parameters": json_text(call["parameters"], "{}"),
+            "parameters": json_as_written(call["parameters"], "{}"),
             "result": details if status != "pending" else None,
-            "error": (error_in(details) or word) if status == "failed" else None,
+            "error": error,
             "status": status,
             "started_at": call["_start"]["ms"],
             "completed_at": completed,
             "sequence": 0,  # numbered within the turn below
-            "_order": (call["_start"]["ms"], to_ms(call["created_at"]) or 0, call["id"]),
+            "_order": (call["_start"]["ms"], any_unit_ms(call["created_at"]) or 0, call["id"]),
         }
 
     def routing_key(self, task: dict, task_id: str) -> str:
@@ -318,20 +273,17 @@ def _exchanges(messages: list[dict], call_messages: set[str]) -> list[list[dict]
 
 
 def _number_within_turns(calls: list[dict]) -> None:
-    seen: dict[str, int] = {}
+    in_turn: dict[str, int] = {}
     for call in sorted(calls, key=lambda c: c["_order"]):
-        seen[call["turn_id"]] = call["sequence"] = seen.get(call["turn_id"], 0) + 1
+        in_turn[call["turn_id"]] = call["sequence"] = in_turn.get(call["turn_id"], 0) + 1
 
 
-def _message_row(message: dict, turn_id: str, sequence: int) -> dict:
-    return {
-        "id": message["id"],
-        "turn_id": turn_id,
-        "role": message["role"],
-        "content": json_text(message["content"], ""),
-        "sequence": sequence,
-        "created_at": message["ms"],
-    }
+def _message_problem(row: dict) -> str | None:
+    if text_id(row["role"]) is None:
+        return "it has no role"
+    if any_unit_ms(row["timestamp"]) is None:
+        return f"its timestamp {row['timestamp']!r} is not a time"
+    return None
 
 
 def _label(task: dict, messages: list[dict], call_messages: set[str]) -> str | None:
@@ -363,6 +315,6 @@ def _names(text, value: str) -> bool:
 
 
 def _was_running(call: dict, at: int) -> bool:
-    started = to_ms(call["created_at"])
-    ended = to_ms(call["updated_at"]) if call["status"] in ("completed", "failed") else None
+    started = any_unit_ms(call["created_at"])
+    ended = any_unit_ms(call["updated_at"]) if call["status"] in ("completed", "failed") else None
     return started is not None and started <= at and (ended is None or at <= ended)

@@ -26,16 +26,16 @@ from pathlib import Path
 from importers.bundle import ImportReport, SessionBundle
 from importers.sqlite_source import (
     RowsByKey,
+    SourceReader,
+    call_outcome,
     columns_of,
-    error_in,
-    extra_columns,
-    filled,
     first_line,
-    json_text,
-    open_source,
+    json_as_written,
+    message_row,
+    read_ledgers,
     text_id,
-    to_ms,
 )
+from importers.times import any_unit_ms
 
 FORMAT = "aix"
 KIND = "an AIX ledger"
@@ -76,9 +76,7 @@ CALL_STATUS = {
 
 
 def read(paths: list[Path], report: ImportReport) -> Iterator[SessionBundle]:
-    for path in paths:
-        with open_source(path, KIND, REQUIRED) as conn:
-            yield from _Reader(conn, str(path), report).bundles()
+    return read_ledgers(paths, report, kind=KIND, required=REQUIRED, reader=_Reader)
 
 
 @dataclass
@@ -93,10 +91,9 @@ class _Turn:
     skipped: str | None = None  # why the turn is left out
 
 
-class _Reader:
+class _Reader(SourceReader):
     def __init__(self, conn, path: str, report: ImportReport):
-        self.conn, self.path, self.report = conn, path, report
-        self.unread = {table: extra_columns(conn, table, READ[table]) for table in READ}
+        super().__init__(conn, path, report, READ)
         # A subagent row may lack tool_call_id; the Task call that spawned it may name it.
         self.spawned_by = {}
         if "child_session_id" in columns_of(conn, "agent_tool_calls"):
@@ -106,49 +103,17 @@ class _Reader:
             ):
                 self.spawned_by.setdefault(row["child"], text_id(row["id"]))
 
-    def where(self, table: str, row_id) -> str:
-        return f"{self.path}: {table} id={row_id}"
-
-    def skip(self, table: str, row: dict, why: str) -> None:
-        self.report.skipped(self.where(table, row.get("id")), why)
-
-    def count_unread(self, table: str, rows: list[dict]) -> None:
-        for row in rows:
-            for column in filled(row, self.unread[table]):
-                self.report.unmapped(f"{table}.{column}")
-
     # -- the whole source, session by session ----------------------------------------------------
 
     def bundles(self) -> Iterator[SessionBundle]:
-        sessions = self.conn.execute(
-            "SELECT CAST(id AS TEXT) AS _key, * FROM agent_sessions ORDER BY _key"
-        )
         tables = {
             "agent_messages": RowsByKey(self.conn, "agent_messages", "session_id", "sequence"),
             "agent_turns": RowsByKey(self.conn, "agent_turns", "session_id", "timestamp"),
             "agent_tool_calls": RowsByKey(self.conn, "agent_tool_calls", "session_id", "id"),
         }
-        previous = None
-        for session in sessions:
-            key = session["_key"]
-            if text_id(session["id"]) is None or key == previous:
-                why = "repeats an earlier session's id" if key == previous else "it has no id"
-                self.skip("agent_sessions", session, why)
-                continue
-            previous = key
-            rows = {}
-            for table, source in tables.items():
-                rows[table], orphans = source.take(key)
-                self.skip_orphans(table, orphans)
-            bundle = self.session_bundle(session, rows)
-            if bundle is not None:
+        for session, rows in self.sessions_with_rows("agent_sessions", "session", tables):
+            if bundle := self.session_bundle(session, rows):
                 yield bundle
-        for table, source in tables.items():
-            self.skip_orphans(table, source.rest())
-
-    def skip_orphans(self, table: str, rows: list[dict]) -> None:
-        for row in rows:
-            self.skip(table, row, f"its session {row['session_id']!r} does not exist")
 
     # -- one session ---------------------------------------------------------------------------
 
@@ -157,21 +122,21 @@ class _Reader:
         where = self.where("agent_sessions", session_id)
         messages, known_ids = self.valid_messages(rows["agent_messages"])
         turns = self.valid_turns(rows["agent_turns"])
-        self.check_references(turns, messages, known_ids)
+        self.check_references(turns, known_ids)
         kept = self.tree_order(turns)
         placed = self.place_messages(turns, messages)
         calls = self.tool_calls(rows["agent_tool_calls"], placed, messages)
 
         times = [m["ms"] for m in messages.values()] + [t.ms for t in turns.values() if t.ms]
-        created_at = to_ms(session.get("created_at")) or min(times, default=None)
+        created_at = any_unit_ms(session.get("created_at")) or min(times, default=None)
         if created_at is None:
             self.report.session_failed(where, "no usable timestamp: no created_at, no messages")
             return None
-        self.count_unread("agent_sessions", [session])
+        self.count_unread("agent_sessions", session)
 
         turn_rows = [self.turn_row(t, session, created_at) for t in kept]
         message_rows = [
-            _message_row(m, t.id, n)
+            message_row(m, t.id, n)
             for t in kept
             for n, m in enumerate(sorted(t.messages, key=_message_order), start=1)
         ]
@@ -198,37 +163,15 @@ class _Reader:
     def valid_messages(self, rows: list[dict]) -> tuple[dict[str, dict], set[str]]:
         """Messages by id with their time in ms; malformed rows reported and left out. Also
         every id the session's rows name, so a reference to a skipped row is not "missing"."""
-        messages, known = {}, set()
-        for row in rows:
-            message_id = text_id(row["id"])
-            known.add(message_id)
-            why = None
-            if message_id is None:
-                why = "it has no id"
-            elif message_id in messages:
-                why = "repeats an earlier message's id"
-            elif text_id(row["role"]) is None:
-                why = "it has no role"
-            elif not _is_number(row["sequence"]):
-                why = f"its sequence {row['sequence']!r} is not a number"
-            elif to_ms(row["timestamp"]) is None:
-                why = f"its timestamp {row['timestamp']!r} is not a time"
-            if why:
-                self.skip("agent_messages", row, why)
-                continue
-            messages[message_id] = {**row, "id": message_id, "ms": to_ms(row["timestamp"])}
-        self.count_unread("agent_messages", list(messages.values()))
-        return messages, known
+        messages = {}
+        for message_id, row in self.valid_rows("agent_messages", "message", rows, _message_problem):
+            messages[message_id] = {**row, "id": message_id, "ms": any_unit_ms(row["timestamp"])}
+            self.count_unread("agent_messages", row)
+        return messages, {text_id(row["id"]) for row in rows}
 
     def valid_turns(self, rows: list[dict]) -> dict[str, _Turn]:
         turns = {}
-        for row in rows:
-            turn_id = text_id(row["id"])
-            if turn_id is None or turn_id in turns:
-                self.skip(
-                    "agent_turns", row, "it has no id" if turn_id is None else "repeats an id"
-                )
-                continue
+        for turn_id, row in self.valid_rows("agent_turns", "turn", rows):
             query_ids = _id_list(row["query_message_ids"])
             if query_ids is None:
                 self.report.skipped(
@@ -243,11 +186,11 @@ class _Reader:
                 text_id(row["parent_turn_id"]),
                 query_ids,
                 text_id(row.get("response_message_id")),
-                to_ms(row.get("timestamp")),
+                any_unit_ms(row.get("timestamp")),
             )
         return turns
 
-    def check_references(self, turns: dict[str, _Turn], messages: dict, known: set) -> None:
+    def check_references(self, turns: dict[str, _Turn], known: set) -> None:
         for turn in turns.values():
             named = turn.query_ids + ([turn.response_id] if turn.response_id else [])
             for message_id in named:
@@ -313,26 +256,23 @@ class _Reader:
         return placed
 
     def tool_calls(self, rows: list[dict], placed: dict, messages: dict) -> list[dict]:
-        calls, seen = [], set()
-        for row in rows:
-            call_id, name = text_id(row["id"]), text_id(row["tool_name"])
+        def problem(row: dict) -> str | None:
             message_id = text_id(row["message_id"])
             turn = placed.get(message_id)
-            why = None
-            if call_id is None or call_id in seen:
-                why = "it has no id" if call_id is None else "repeats an earlier call's id"
-            elif name is None:
-                why = "it has no tool_name"
-            elif turn is None:
-                why = f"its message {message_id} is not imported (missing, or in no turn yet)"
-            elif turn.skipped:
-                why = f"its turn {turn.id} was left out"
-            if why:
-                self.skip("agent_tool_calls", row, why)
-                continue
-            seen.add(call_id)
+            if text_id(row["tool_name"]) is None:
+                return "it has no tool_name"
+            if turn is None:
+                return f"its message {message_id} is not imported (missing, or in no turn yet)"
+            if turn.skipped:
+                return f"its turn {turn.id} was left out"
+            return None
+
+        calls = []
+        for call_id, row in self.valid_rows("agent_tool_calls", "call", rows, problem):
+            message_id = text_id(row["message_id"])
+            turn, name = placed[message_id], text_id(row["tool_name"])
             calls.append((turn, messages[message_id], row, call_id, name))
-        self.count_unread("agent_tool_calls", [c[2] for c in calls])
+            self.count_unread("agent_tool_calls", row)
         by_turn: dict[str, int] = {}
         result = []
         for turn, message, row, call_id, name in sorted(calls, key=_call_order):
@@ -343,7 +283,7 @@ class _Reader:
     # -- rows of the Agents Ledger -------------------------------------------------------------
 
     def turn_row(self, turn: _Turn, session: dict, session_ms: int) -> dict:
-        self.count_unread("agent_turns", [turn.row])
+        self.count_unread("agent_turns", turn.row)
         started = min((m["ms"] for m in turn.messages), default=turn.ms or session_ms)
         response = next((m for m in turn.messages if m["id"] == turn.response_id), None)
         completed = turn.ms or (response["ms"] if response else None)
@@ -384,31 +324,19 @@ class _Reader:
         return text_id(session.get("project"))
 
 
-def _message_row(message: dict, turn_id: str, sequence: int) -> dict:
-    return {
-        "id": message["id"],
-        "turn_id": turn_id,
-        "role": message["role"],
-        "content": json_text(message["content"], ""),
-        "sequence": sequence,
-        "created_at": message["ms"],
-    }
-
-
 def _call_row(row: dict, call_id: str, name: str, turn_id: str, message: dict, n: int) -> dict:
-    word = row.get("status")
-    status = CALL_STATUS.get(word.lower() if isinstance(word, str) else word, "pending")
-    result = json_text(row.get("result_json"), None)
+    result = json_as_written(row.get("result_json"), None)
+    status, error = call_outcome(row.get("status"), result, CALL_STATUS)
     return {
         "id": call_id,
         "turn_id": turn_id,
         "tool_name": name,
-        "parameters": json_text(row.get("params_json"), "{}"),
+        "parameters": json_as_written(row.get("params_json"), "{}"),
         "result": result,
-        "error": (error_in(result) or word) if status == "failed" else None,
+        "error": error,
         "status": status,
-        "started_at": to_ms(row.get("started_at")) or message["ms"],
-        "completed_at": to_ms(row.get("completed_at")),
+        "started_at": any_unit_ms(row.get("started_at")) or message["ms"],
+        "completed_at": any_unit_ms(row.get("completed_at")),
         "sequence": n,
     }
 
@@ -420,6 +348,16 @@ def _head(turn_rows: list[dict]) -> str | None:
     if not leaves:
         return None
     return max(leaves, key=lambda t: (t["completed_at"] or t["started_at"], t["id"]))["id"]
+
+
+def _message_problem(row: dict) -> str | None:
+    if text_id(row["role"]) is None:
+        return "it has no role"
+    if not _is_number(row["sequence"]):
+        return f"its sequence {row['sequence']!r} is not a number"
+    if any_unit_ms(row["timestamp"]) is None:
+        return f"its timestamp {row['timestamp']!r} is not a time"
+    return None
 
 
 def _is_number(value) -> bool:
@@ -467,6 +405,6 @@ def _call_order(call: tuple) -> tuple:
         turn.id,
         _message_order(message),
         number if _is_number(number) else float("inf"),
-        to_ms(row.get("started_at")) or 0,
+        any_unit_ms(row.get("started_at")) or 0,
         call_id,
     )

@@ -24,13 +24,15 @@ from pathlib import Path
 from importers.bundle import ImportReport, SessionBundle, WrongFormat, derived_id
 from importers.jsonl import (
     Record,
-    is_sqlite,
-    iso_ms,
-    json_text,
+    encode_json,
+    int_or_zero,
     jsonl_files,
+    one_line_label,
     read_jsonl,
     read_transcripts,
+    written_label,
 )
+from importers.times import zoned_iso_ms
 
 FORMAT = "claude-code"
 PERSONA = "claude-code"
@@ -45,7 +47,6 @@ SUBAGENT_TOOLS = {"Task", "Agent"}  # the tool that spawns a subagent (renamed A
 INTERRUPTION = "[Request interrupted by user"
 AGENT_ID_IN_RESULT = re.compile(r"agentId: ?([\w@.-]+)")
 COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
-LABEL_LENGTH = 120
 
 
 def read(paths: list[Path], report: ImportReport) -> Iterator[SessionBundle]:
@@ -133,22 +134,18 @@ class Entry:
 
 
 def read_transcript(path: Path, report: ImportReport) -> SessionBundle | None:
-    if is_sqlite(path):
-        raise WrongFormat(f"{path} is a SQLite database, not {EXPECTED}")
     jsonl = read_jsonl(path)
     if jsonl.records and not any(_looks_like_claude(r.data) for r in jsonl.records):
         hint = " (it looks like a Codex rollout: try 'codex')" if _looks_like_codex(jsonl) else ""
         raise WrongFormat(f"{path} is not {EXPECTED}{hint}")
     if not jsonl.records and jsonl.malformed:
         raise WrongFormat(f"{path} has no JSON line: expected {EXPECTED}")
-    for where, why in jsonl.malformed:
-        report.skipped(where, why)
+    jsonl.report_malformed(report)
 
     records = list(jsonl.records)
     for sub in subagent_files(path):
         sub_jsonl = read_jsonl(sub)
-        for where, why in sub_jsonl.malformed:
-            report.skipped(where, why)
+        sub_jsonl.report_malformed(report)
         records += [r for r in sub_jsonl.records if _looks_like_claude(r.data)]
 
     main, sidechain, summaries = _sort_lines(records, report)
@@ -184,7 +181,7 @@ def _sort_lines(records: list[Record], report: ImportReport):
     main, sidechain, summaries, seen = [], [], [], set()
     for order, record in enumerate(records):
         data = record.data
-        kind = _text(data.get("type")) or "(none)"
+        kind = _nonempty_str(data.get("type")) or "(none)"
         if kind == "summary":
             summaries.append(data)
             continue
@@ -197,7 +194,7 @@ def _sort_lines(records: list[Record], report: ImportReport):
         if not isinstance(data.get("uuid"), str):
             report.skipped(record.where, f"a {kind} line without a uuid")
             continue
-        ms = iso_ms(data.get("timestamp"))
+        ms = zoned_iso_ms(data.get("timestamp"))
         if ms is None:
             report.skipped(record.where, f"no usable timestamp ({data.get('timestamp')!r})")
             continue
@@ -219,23 +216,18 @@ def _label(summaries: list[dict], main: list[Entry]) -> str | None:
     # Claude Code writes summaries of other sessions into a file too (anthropics/claude-code
     # #2597): a summary whose leaf is in this file is this session's, any other is a fallback.
     uuids = {e.uuid for e in main}
-    own = [s for s in summaries if _text(s.get("leafUuid")) in uuids]
+    own = [s for s in summaries if _nonempty_str(s.get("leafUuid")) in uuids]
     for summary in reversed(own or summaries):
-        if isinstance(summary.get("summary"), str) and summary["summary"].strip():
-            return summary["summary"].strip()[:LABEL_LENGTH]
+        if label := written_label(summary.get("summary")):
+            return label
     first_prompt = next((e for e in main if e.is_prompt), None)
     if first_prompt is None:
         return None
     # A slash command is written as tags: "<command-name>/init</command-name>…"
     command = COMMAND_NAME.search(first_prompt.text)
     if command:
-        return _one_line("/" + command.group(1).strip().lstrip("/"))
-    return _one_line(first_prompt.text)
-
-
-def _one_line(text: str) -> str | None:
-    line = " ".join(text.split())
-    return line[:LABEL_LENGTH] or None
+        return one_line_label("/" + command.group(1).strip().lstrip("/"))
+    return one_line_label(first_prompt.text)
 
 
 # ----- the turn tree --------------------------------------------------------------------------
@@ -386,12 +378,14 @@ class _Rows:
         return entry.text
 
     def _tool_call(self, turn: TurnBuild, block: dict, entry: Entry, sequence: int) -> dict:
-        call_id = _text(block.get("id")) or derived_id(entry.ms, entry.uuid, sequence)
+        call_id = _nonempty_str(block.get("id")) or derived_id(entry.ms, entry.uuid, sequence)
+        if call_id in self.calls_by_id:
+            return self.calls_by_id[call_id]  # the same tool_use written on two lines
         row = {
             "id": call_id,
             "turn_id": turn.id,
             "tool_name": str(block.get("name") or "(unnamed tool)"),
-            "parameters": json_text(block.get("input", {})),
+            "parameters": encode_json(block.get("input", {})),
             "result": None,
             "error": None,
             "status": "pending",
@@ -399,14 +393,12 @@ class _Rows:
             "completed_at": None,
             "sequence": sequence,
         }
-        if call_id in self.calls_by_id:
-            return self.calls_by_id[call_id]  # the same tool_use written on two lines
         self.calls_by_id[call_id] = row
         self.tool_calls.append(row)
         return row
 
     def _tool_result(self, block: dict, entry: Entry) -> None:
-        call = self.calls_by_id.get(_text(block.get("tool_use_id")))
+        call = self.calls_by_id.get(_nonempty_str(block.get("tool_use_id")))
         if call is None:
             self.report.unmapped("Claude Code tool results whose tool_use is not in the transcript")
             return
@@ -417,7 +409,7 @@ class _Rows:
         else:
             call["status"] = "completed"
             call["error"] = None
-            call["result"] = json_text(_plain(content))
+            call["result"] = encode_json(_plain(content))
         call["completed_at"] = entry.ms
         if agent_id := _agent_id(entry.data.get("toolUseResult"), content):
             self.agent_ids[call["id"]] = agent_id
@@ -472,8 +464,8 @@ class _Rows:
                 "summary": summary.text if summary else "",
                 "summarized_turn_ids": json.dumps(list(reversed(folded))),
                 "kept_turn_ids": "[]",
-                "tokens_before": _int(meta.get("preTokens")) or None,
-                "trigger_reason": _text(meta.get("trigger")),
+                "tokens_before": int_or_zero(meta.get("preTokens")) or None,
+                "trigger_reason": _nonempty_str(meta.get("trigger")),
                 "created_at": turn.entries[0].ms,
             })  # fmt: skip
 
@@ -531,19 +523,15 @@ def _usage(turn: TurnBuild) -> tuple[int | None, int | None, str | None]:
         return None, None, model
     last = list(responses.values())[-1]
     prompt = sum(
-        _int(last.get(k))
+        int_or_zero(last.get(k))
         for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     )
-    completion = sum(_int(u.get("output_tokens")) for u in responses.values())
+    completion = sum(int_or_zero(u.get("output_tokens")) for u in responses.values())
     return prompt, completion, model
 
 
-def _text(value) -> str | None:
+def _nonempty_str(value) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _int(value) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 # ----- subagents ------------------------------------------------------------------------------
@@ -572,7 +560,7 @@ def _attach_subagents(
             session_id=child_id,
             entries=chain,
             routing_key=f"subagent:{session_id}:{call['id']}",
-            label=_one_line(str(description)) if description else _label([], chain),
+            label=one_line_label(str(description)) if description else _label([], chain),
             report=report,
         )
         bundle.children.append(child)

@@ -22,13 +22,15 @@ from pathlib import Path
 from importers.bundle import ImportReport, SessionBundle, WrongFormat, derived_id
 from importers.jsonl import (
     Record,
-    is_sqlite,
-    iso_ms,
-    json_text,
+    encode_json,
+    int_or_zero,
     jsonl_files,
+    one_line_label,
     read_jsonl,
     read_transcripts,
+    written_label,
 )
+from importers.times import zoned_iso_ms
 
 FORMAT = "codex"
 PERSONA = "codex"
@@ -62,7 +64,6 @@ REPEATS = {
     "item_started", "item_completed", "context_compacted", "thread_settings_applied",
 }  # fmt: skip
 UUID_IN_NAME = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
-LABEL_LENGTH = 120
 
 
 def read(paths: list[Path], report: ImportReport) -> Iterator[SessionBundle]:
@@ -76,16 +77,13 @@ def _is_envelope(data: dict) -> bool:
 
 
 def read_rollout(path: Path, report: ImportReport) -> SessionBundle | None:
-    if is_sqlite(path):
-        raise WrongFormat(f"{path} is a SQLite database, not {EXPECTED}")
     jsonl = read_jsonl(path)
     if not any(_is_envelope(r.data) for r in jsonl.records):
         hint = ""
         if any("uuid" in r.data and "sessionId" in r.data for r in jsonl.records):
             hint = " (it looks like a Claude Code transcript: try 'claude-code')"
         raise WrongFormat(f"{path} is not {EXPECTED}{hint}")
-    for where, why in jsonl.malformed:
-        report.skipped(where, why)
+    jsonl.report_malformed(report)
     session_id = _session_id(path, jsonl.records)
     rollout = _Rollout(path, session_id or path.name, report)
     for record in jsonl.records:
@@ -154,7 +152,7 @@ class _Rollout:
             kind = data.get("type") if isinstance(data.get("type"), str) else "(no type)"
             self.report.unknown(f"codex:{kind} (no {{timestamp, type, payload}} envelope)")
             return
-        ms = iso_ms(data.get("timestamp"))
+        ms = zoned_iso_ms(data.get("timestamp"))
         if ms is None and self.last_ms is None:
             self.report.skipped(record.where, f"no usable timestamp ({data.get('timestamp')!r})")
             return
@@ -214,8 +212,8 @@ class _Rollout:
                 turn.ended_at = ms
                 turn.last_ms = max(turn.last_ms, ms)
         elif kind == "thread_name_updated":
-            if isinstance(payload.get("thread_name"), str) and payload["thread_name"].strip():
-                self.label = payload["thread_name"].strip()[:LABEL_LENGTH]
+            if label := written_label(payload.get("thread_name")):
+                self.label = label
         elif kind not in REPEATS:
             self.report.unknown(f"codex:event_msg:{kind}")
 
@@ -223,7 +221,7 @@ class _Rollout:
 
     def message(self, record: Record, ms: int, payload: dict) -> None:
         role = payload.get("role")
-        text = _text(payload.get("content"), self.report)
+        text = _message_text(payload.get("content"), self.report)
         if role == "user" and not text.lstrip().startswith(CONTEXT_PREFIXES):
             self.start_turn(record, ms)
             self.add_message(record, ms, "user", text)
@@ -288,8 +286,8 @@ class _Rollout:
             "id": derived_id(ms, self.session_id, "call", record.line),
             "turn_id": turn.row["id"],
             "tool_name": str(name or kind),
-            "parameters": json_text(payload.get(input_key, {})),
-            "result": json_text(payload.get("result")) if payload.get("result") else None,
+            "parameters": encode_json(payload.get(input_key, {})),
+            "result": encode_json(payload.get("result")) if payload.get("result") else None,
             "error": None,
             "status": "pending",
             "started_at": ms,
@@ -316,10 +314,10 @@ class _Rollout:
         output = payload.get("output", payload.get("tools"))
         if isinstance(output, dict) and output.get("success") is False:
             call["status"] = "failed"
-            call["error"] = _text(output.get("content"), None) or json_text(output)
+            call["error"] = _message_text(output.get("content"), None) or encode_json(output)
         else:
             call["status"] = "completed"
-            call["result"] = json_text(output if output is not None else "")
+            call["result"] = encode_json(output if output is not None else "")
         call["completed_at"] = ms
         if self.current:
             self.current.last_ms = max(self.current.last_ms, ms)
@@ -334,11 +332,11 @@ class _Rollout:
         turn = self.current
         if isinstance(last.get("input_tokens"), int):
             turn.row["prompt_tokens"] = last["input_tokens"]
-            self.context_tokens = last["input_tokens"] + _int(last.get("output_tokens"))
+            self.context_tokens = last["input_tokens"] + int_or_zero(last.get("output_tokens"))
         # Codex repeats a token_count now and then; the running total counts each output once.
         if isinstance(total, dict) and isinstance(total.get("output_tokens"), int):
             grown = total["output_tokens"] - (self.total_output or 0)
-            turn.completion += grown if grown >= 0 else _int(last.get("output_tokens"))
+            turn.completion += grown if grown >= 0 else int_or_zero(last.get("output_tokens"))
             self.total_output = total["output_tokens"]
 
     def compacted(self, record: Record, ms: int, payload: dict) -> None:
@@ -348,7 +346,9 @@ class _Rollout:
         history = payload.get("replacement_history")
         if not summary.strip() and isinstance(history, list) and history:
             summary = (
-                _text(history[-1].get("content"), None) if isinstance(history[-1], dict) else ""
+                _message_text(history[-1].get("content"), None)
+                if isinstance(history[-1], dict)
+                else ""
             )
         self.add_message(record, ms, "system", "Conversation compacted")
         if summary:
@@ -381,7 +381,7 @@ class _Rollout:
             "label": self.label or self.first_prompt(),
             "root_turn_id": rows[0]["id"],
             "current_turn_id": rows[-1]["id"],
-            "created_at": iso_ms(meta.get("timestamp")) or rows[0]["started_at"],
+            "created_at": zoned_iso_ms(meta.get("timestamp")) or rows[0]["started_at"],
             "updated_at": max(t.last_ms for t in self.turns),
             "status": "active",
         }
@@ -408,7 +408,6 @@ class _Rollout:
             if status not in ("streaming", "pending"):
                 call["status"] = "failed"
                 call["error"] = "no output for this call in the rollout"
-                call["completed_at"] = None
         prompt = turn.row.get("prompt_tokens")
         finished = status in ("completed", "failed")
         return {
@@ -423,10 +422,10 @@ class _Rollout:
 
     def first_prompt(self) -> str | None:
         prompt = next((m["content"] for m in self.messages if m["role"] == "user"), "")
-        return " ".join(prompt.split())[:LABEL_LENGTH] or None
+        return one_line_label(prompt)
 
 
-def _text(content, report: ImportReport | None) -> str:
+def _message_text(content, report: ImportReport | None) -> str:
     """The text of a message's content (a string or input_text/output_text blocks)."""
     if isinstance(content, str):
         return content
@@ -446,7 +445,3 @@ def _text(content, report: ImportReport | None) -> str:
 def _name(value) -> str:
     """A record's type as text (hostile input may hold a list or an object there)."""
     return value if isinstance(value, str) else f"({type(value).__name__})"
-
-
-def _int(value) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -1,18 +1,20 @@
 """Reading transcript JSONL files line by line, the way the transcript importers need it.
 
 A file is read whole before anything is reported: its format is checked first, so a file of the
-wrong format is refused with one message instead of a malformed-line report for every line.
+wrong format is refused with one message instead of a malformed-line report for every line. What
+the Claude Code and Codex importers share is here too: reading files or folders of transcripts,
+and turning their values into JSON text, labels and token counts.
 """
 
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
-from importers.bundle import WrongFormat
+from importers.bundle import ImportReport, WrongFormat
 
 SQLITE_HEADER = b"SQLite format 3\x00"
+LABEL_LENGTH = 120
 
 
 @dataclass
@@ -26,9 +28,14 @@ class Record:
 
 @dataclass
 class JsonlFile:
-    path: Path
+    """A JSONL file read whole: its JSON objects, and the lines that are not one."""
+
     records: list[Record]
     malformed: list[tuple[str, str]]  # (where, why): to report once the format is confirmed
+
+    def report_malformed(self, report: ImportReport) -> None:
+        for where, why in self.malformed:
+            report.skipped(where, why)
 
 
 def read_jsonl(path: Path) -> JsonlFile:
@@ -51,34 +58,21 @@ def read_jsonl(path: Path) -> JsonlFile:
                 malformed.append((where, f"a JSON {type(data).__name__}, not an object"))
                 continue
             records.append(Record(where, number, data))
-    return JsonlFile(path, records, malformed)
+    return JsonlFile(records, malformed)
 
 
-def is_sqlite(path: Path) -> bool:
+def _is_sqlite(path: Path) -> bool:
     with path.open("rb") as file:
         return file.read(len(SQLITE_HEADER)) == SQLITE_HEADER
-
-
-def iso_ms(value) -> int | None:
-    """Unix milliseconds of an ISO 8601 timestamp ("2025-06-10T12:36:23.208Z"), or None."""
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        return None  # a time without a zone cannot be placed; the transcripts always write Z
-    return int(moment.timestamp() * 1000)
 
 
 def jsonl_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*.jsonl") if p.is_file())
 
 
-def json_text(value) -> str:
-    """A value as the JSON text the ledger's JSON columns hold (a string that already is JSON
-    text is kept as it is, so it is not shown quoted)."""
+def encode_json(value) -> str:
+    """A value read from a JSON line as the JSON text the ledger's JSON columns hold (a string
+    that already is JSON text is kept as it is, so it is not shown quoted)."""
     if isinstance(value, str):
         try:
             json.loads(value)
@@ -86,6 +80,24 @@ def json_text(value) -> str:
             return json.dumps(value, ensure_ascii=False)
         return value
     return json.dumps(value, ensure_ascii=False)
+
+
+def one_line_label(text: str) -> str | None:
+    """A session label from free text (a prompt): its words on one line, cut at LABEL_LENGTH."""
+    return " ".join(text.split())[:LABEL_LENGTH] or None
+
+
+def written_label(value) -> str | None:
+    """A label the agent wrote itself (a summary, a thread name), kept as written but cut at
+    LABEL_LENGTH; None when it is blank or not text."""
+    if isinstance(value, str) and value.strip():
+        return value.strip()[:LABEL_LENGTH]
+    return None
+
+
+def int_or_zero(value) -> int:
+    """A token count as written, or 0 when it is missing or not a whole number."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def read_transcripts(
@@ -99,7 +111,7 @@ def read_transcripts(
     """
     for path in paths:
         if not path.is_dir():
-            if bundle := _read_guarded(read_one, path, report):
+            if bundle := _read_guarded(read_one, path, report, expected):
                 yield bundle
             continue
         files = files_in(path)
@@ -107,7 +119,7 @@ def read_transcripts(
             raise WrongFormat(f"{path} holds no .jsonl file: expected {expected}")
         for file in files:
             try:
-                bundle = _read_guarded(read_one, file, report)
+                bundle = _read_guarded(read_one, file, report, expected)
             except WrongFormat as error:
                 report.wrong_format(str(file), str(error))
                 continue
@@ -115,8 +127,11 @@ def read_transcripts(
                 yield bundle
 
 
-def _read_guarded(read_one: Callable, path: Path, report):
+def _read_guarded(read_one: Callable, path: Path, report: ImportReport, expected: str):
     try:
+        # Read as lines, a database would be reported malformed line after line.
+        if _is_sqlite(path):
+            raise WrongFormat(f"{path} is a SQLite database, not {expected}")
         return read_one(path, report)
     except WrongFormat:
         raise

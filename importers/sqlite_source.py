@@ -3,23 +3,27 @@
 Such a ledger may be written by its own program while we read it, may be of another format
 altogether, and may hold rows that break its own rules. So: the file is opened with `mode=ro` and
 read in one snapshot; a missing table or column refuses the file with WrongFormat; values are
-converted by small helpers that return None for junk instead of raising.
+converted by small helpers that return None for junk instead of raising. SourceReader is what the
+AIX and Agent OS readers share: one pass over the sessions, ids checked, unread columns counted.
 """
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 
-from importers.bundle import WrongFormat
-from ledgerweb.timestamps import looks_like_seconds
+from importers.bundle import ImportReport, SessionBundle, WrongFormat
 
-# Above this a number cannot be milliseconds of a real date (it is the year 5138): it is
-# microseconds, and above a thousand times that, nanoseconds.
-_MICROSECONDS_ABOVE = 100_000_000_000_000
-_NANOSECONDS_ABOVE = _MICROSECONDS_ABOVE * 1000
+
+def read_ledgers(
+    paths: list[Path], report: ImportReport, *, kind: str, required: dict, reader: Callable
+) -> Iterator[SessionBundle]:
+    """The bundles `reader(conn, path, report).bundles()` reads from each ledger file, once
+    open_source() has checked that it has the `required` tables and columns."""
+    for path in paths:
+        with open_source(path, kind, required) as conn:
+            yield from reader(conn, str(path), report).bundles()
 
 
 @contextmanager
@@ -60,16 +64,6 @@ def columns_of(conn: sqlite3.Connection, table: str) -> list[str]:
     return [row["name"] for row in rows]
 
 
-def extra_columns(conn: sqlite3.Connection, table: str, known: set[str]) -> list[str]:
-    """The table's columns the importer does not read: their values go to report.unmapped()."""
-    return [c for c in columns_of(conn, table) if c not in known]
-
-
-def filled(row: dict, columns: list[str]) -> Iterator[str]:
-    """The columns of `row` that hold a value (not NULL, not an empty string)."""
-    return (c for c in columns if row[c] is not None and row[c] != "")
-
-
 class RowsByKey:
     """One table's rows ordered by a key column, handed out one key at a time.
 
@@ -82,6 +76,7 @@ class RowsByKey:
     def __init__(
         self, conn: sqlite3.Connection, table: str, key: str, order: str, columns: str = "*"
     ):
+        self.key = key
         self._rows = conn.execute(
             f"SELECT CAST({key} AS TEXT) AS _key, {columns} FROM {table} ORDER BY _key, {order}"
         )
@@ -105,6 +100,83 @@ class RowsByKey:
         return rest + list(self._rows)
 
 
+class SourceReader:
+    """What reading any source ledger takes: the sessions in one pass with their rows, rows
+    checked for an id of their own, and messages naming a row ("path: table id=…").
+
+    The values of columns the reader does not read (`read` names the ones it does, by table)
+    are counted per column as what the Agents Ledger cannot hold.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, path: str, report: ImportReport, read: dict):
+        self.conn, self.path, self.report = conn, path, report
+        self.unread = {
+            table: [c for c in columns_of(conn, table) if c not in columns]
+            for table, columns in read.items()
+        }
+
+    def where(self, table: str, row_id) -> str:
+        return f"{self.path}: {table} id={row_id}"
+
+    def skip(self, table: str, row: dict, why: str) -> None:
+        self.report.skipped(self.where(table, row.get("id")), why)
+
+    def count_unread(self, table: str, row: dict) -> None:
+        for column in self.unread[table]:
+            if row[column] is not None and row[column] != "":
+                self.report.unmapped(f"{table}.{column}")
+
+    def sessions_with_rows(
+        self, table: str, noun: str, children: dict[str, RowsByKey]
+    ) -> Iterator[tuple[dict, dict[str, list[dict]]]]:
+        """Each row of `table` (the source's sessions, which it calls `noun`s) with its rows of
+        the `children` tables, all read in one pass. A session with no id or a repeated one, and
+        rows whose session does not exist, are reported and left out."""
+        sessions = self.conn.execute(
+            f"SELECT CAST(id AS TEXT) AS _key, * FROM {table} ORDER BY _key"
+        )
+        previous = None
+        for session in sessions:
+            key, has_id = session["_key"], text_id(session["id"]) is not None
+            if not has_id or key == previous:
+                why = f"repeats an earlier {noun}'s id" if has_id else "it has no id"
+                self.skip(table, session, why)
+                continue
+            previous = key
+            rows = {}
+            for child, source in children.items():
+                rows[child], orphans = source.take(key)
+                self._skip_orphans(child, source, noun, orphans)
+            yield session, rows
+        for child, source in children.items():
+            self._skip_orphans(child, source, noun, source.rest())
+
+    def _skip_orphans(self, table: str, source: RowsByKey, noun: str, rows: list[dict]) -> None:
+        for row in rows:
+            self.skip(table, row, f"its {noun} {row[source.key]!r} does not exist")
+
+    def valid_rows(
+        self, table: str, noun: str, rows: list[dict], problem: Callable | None = None
+    ) -> Iterator[tuple[str, dict]]:
+        """(id, row) of each row with an id of its own in which `problem` (a function of the row
+        that says what is wrong with it, else None) finds nothing wrong; the others are reported
+        and left out."""
+        seen = set()
+        for row in rows:
+            row_id = text_id(row["id"])
+            if row_id is None:
+                why = "it has no id"
+            elif row_id in seen:
+                why = f"repeats an earlier {noun}'s id"
+            else:
+                why = problem(row) if problem else None
+            if why:
+                self.skip(table, row, why)
+                continue
+            seen.add(row_id)
+            yield row_id, row
+
+
 def text_id(value) -> str | None:
     """An id as the ledger stores it (TEXT), or None when the value cannot be one."""
     if isinstance(value, str):
@@ -114,39 +186,7 @@ def text_id(value) -> str | None:
     return None
 
 
-def to_ms(value) -> int | None:
-    """Unix milliseconds from seconds, milliseconds, microseconds or an ISO 8601 string."""
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            value = float(text)
-        except ValueError:
-            return _iso_to_ms(text)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
-        return None
-    if not 0 < value < _NANOSECONDS_ABOVE * 1000:
-        return None  # also inf; nothing past the year 5138 in nanoseconds is a time
-    if looks_like_seconds(value):
-        return int(value * 1000)
-    if value > _NANOSECONDS_ABOVE:
-        return int(value // 1_000_000)
-    if value > _MICROSECONDS_ABOVE:
-        return int(value // 1000)
-    return int(value)
-
-
-def _iso_to_ms(text: str) -> int | None:
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    ms = int(moment.timestamp() * 1000)
-    return ms if ms > 0 else None
-
-
-def json_text(value, default: str | None) -> str | None:
+def json_as_written(value, default: str | None) -> str | None:
     """A JSON column's value as the ledger stores it: text, kept as written even when it is not
     valid JSON (the dashboard shows such text raw, with a warning); `default` for NULL."""
     if value is None:
@@ -154,6 +194,26 @@ def json_text(value, default: str | None) -> str | None:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return value if isinstance(value, str) else json.dumps(value)
+
+
+def message_row(message: dict, turn_id: str, sequence: int) -> dict:
+    """A `messages` row of a source message read with its id as text and its time under "ms"."""
+    return {
+        "id": message["id"],
+        "turn_id": turn_id,
+        "role": message["role"],
+        "content": json_as_written(message["content"], ""),
+        "sequence": sequence,
+        "created_at": message["ms"],
+    }
+
+
+def call_outcome(word, result: str | None, statuses: dict) -> tuple[str, str | None]:
+    """The ledger status of a call whose source status is `word` (looked up in `statuses` in
+    any case; pending when unknown) and, when it failed, its error: the message its result
+    carries, else the word itself ("rejected")."""
+    status = statuses.get(word.lower() if isinstance(word, str) else word, "pending")
+    return status, (_error_in(result) or word) if status == "failed" else None
 
 
 def first_line(text, limit: int = 80) -> str | None:
@@ -166,7 +226,7 @@ def first_line(text, limit: int = 80) -> str | None:
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
-def error_in(result: str | None) -> str | None:
+def _error_in(result: str | None) -> str | None:
     """The error message a failed call's result carries, when it is a JSON object with one."""
     try:
         value = json.loads(result) if result else None

@@ -8,14 +8,19 @@ the source move on, and import again.
 """
 
 import json
-import sqlite3
-from io import StringIO
-from itertools import count
-from pathlib import Path
 
 import pytest
 from builders import LEDGER_DB, T0
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
+from importing import (
+    IMPORT_FIXTURES,
+    SourceLedger,
+    assert_a_second_import_adds_nothing,
+    assert_sessions_render,
+    query,
+    run_import,
+    table_counts,
+)
 
 from importers import agentos
 from importers.bundle import ImportReport, WrongFormat
@@ -23,25 +28,13 @@ from ledgerweb import schema
 
 pytestmark = LEDGER_DB
 
-SCHEMA = Path(__file__).parent / "fixtures" / "import" / "agentos" / "schema.sql"
+SCHEMA = IMPORT_FIXTURES / "agentos" / "schema.sql"
 PROMPT = "You are Bun Buddy, a helpful personal agent."
 
 
-class AgentOsSource:
+class AgentOsSource(SourceLedger):
     """An Agent OS ledger file, written the way its Ledger writes: INSERT OR REPLACE for tasks
-    and calls, INSERT only for messages, each committed at once."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.conn = sqlite3.connect(path, isolation_level=None)
-        self.conn.executescript(SCHEMA.read_text())
-        self._ids = count(1)
-
-    def save(self, table: str, verb: str = "INSERT OR REPLACE", **row) -> dict:
-        columns = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
-        self.conn.execute(f"{verb} INTO {table} ({columns}) VALUES ({marks})", list(row.values()))
-        return row
+    and calls, INSERT only for messages."""
 
     def task(self, id: str, **fields) -> dict:
         row = {
@@ -52,7 +45,7 @@ class AgentOsSource:
             "created_at": T0,
             "updated_at": T0,
         } | fields
-        return self.save("tasks", **row)
+        return self.insert("tasks", verb="INSERT OR REPLACE", **row)
 
     def message(self, task: dict, role: str, content: str, at: int, **fields) -> dict:
         row = {
@@ -62,7 +55,7 @@ class AgentOsSource:
             "content": content,
             "timestamp": at,
         } | fields
-        return self.save("messages", "INSERT", **row)
+        return self.insert("messages", **row)
 
     def call(self, task: dict, ability: str, start: dict, end: dict | None = None, **fields):
         row = {
@@ -77,10 +70,13 @@ class AgentOsSource:
             "start_message_id": start["id"],
             "end_message_id": end["id"] if end else None,
         } | fields
-        return self.save("calls", **row)
+        return self.insert("calls", verb="INSERT OR REPLACE", **row)
 
-    def count(self, sql: str, *params) -> int:
-        return self.conn.execute(sql, params).fetchone()[0]
+    def call_between(self, task: dict, ability: str, at: int, end: tuple | None = None, **fields):
+        """A call with its start message "Calling <ability>" at `at` and, when it has ended, its
+        end message `end` = (role, content, at)."""
+        start = self.message(task, "assistant", f"Calling {ability}", at)
+        return self.call(task, ability, start, self.message(task, *end) if end else None, **fields)
 
 
 def bun_buddy(src: AgentOsSource) -> dict:
@@ -88,29 +84,29 @@ def bun_buddy(src: AgentOsSource) -> dict:
     subtask; and a task still running with a call in progress."""
     main = src.task("task-1", updated_at=T0 + 95_000)
     src.message(main, "user", "Remember that my sister's birthday is May 3", T0 + 1000)
-    start = src.message(main, "assistant", "Calling mem:store", T0 + 2000)
-    end = src.message(main, "user", '{"stored": true}', T0 + 3000)  # a tool result, as input
-    store = src.call(main, "mem:store", start, end, parameters='{"fact": "birthday May 3"}')
+    store = src.call_between(
+        main,
+        "mem:store",
+        T0 + 2000,
+        ("user", '{"stored": true}', T0 + 3000),  # a tool result, fed back as input
+        parameters='{"fact": "birthday May 3"}',
+    )
     src.message(main, "assistant", "Saved. I'll remind you on May 2.", T0 + 4000)
 
     src.message(main, "user", "What's on my calendar tomorrow?", T0 + 60_000)
-    start = src.message(main, "assistant", "Calling cal:query", T0 + 61_000)
-    end = src.message(main, "system", "cal:query failed", T0 + 62_000)
-    failed = src.call(
+    failed = src.call_between(
         main,
         "cal:query",
-        start,
-        end,
+        T0 + 61_000,
+        ("system", "cal:query failed", T0 + 62_000),
         status="failed",
         details=json.dumps({"error": "calendar API 503"}),
     )
-    start = src.message(main, "assistant", "Calling task:spawn", T0 + 63_000)
-    end = src.message(main, "system", "task:spawn finished", T0 + 90_000)
-    spawn = src.call(
+    spawn = src.call_between(
         main,
         "task:spawn",
-        start,
-        end,
+        T0 + 63_000,
+        ("system", "task:spawn finished", T0 + 90_000),
         parameters=json.dumps({"prompt": "Look through email for tomorrow's events"}),
         details=json.dumps({"taskId": "task-2", "result": "Nothing tomorrow."}),
     )
@@ -124,55 +120,37 @@ def bun_buddy(src: AgentOsSource) -> dict:
         updated_at=T0 + 89_000,
     )
     src.message(sub, "user", "Look through email for tomorrow's events", T0 + 64_000)
-    start = src.message(sub, "assistant", "Calling mail:search", T0 + 65_000)
-    end = src.message(sub, "system", "mail:search done", T0 + 70_000)
-    src.call(sub, "mail:search", start, end)
+    src.call_between(sub, "mail:search", T0 + 65_000, ("system", "mail:search done", T0 + 70_000))
     src.message(sub, "assistant", "Nothing tomorrow.", T0 + 88_000)
 
     running = src.task(
         "task-3", completion_status=None, created_at=T0 + 3_600_000, updated_at=T0 + 3_602_000
     )
     src.message(running, "user", "Summarise my unread email", T0 + 3_601_000)
-    start = src.message(running, "assistant", "Calling mail:list", T0 + 3_602_000)
-    listing = src.call(running, "mail:list", start, details=json.dumps({"cursor": 40}))
+    listing = src.call_between(
+        running, "mail:list", T0 + 3_602_000, details=json.dumps({"cursor": 40})
+    )
     return {"store": store, "failed": failed, "spawn": spawn, "listing": listing}
 
 
 @pytest.fixture
 def src(tmp_path) -> AgentOsSource:
-    source = AgentOsSource(tmp_path / "ledger.sqlite")
+    source = AgentOsSource(tmp_path / "ledger.sqlite", SCHEMA)
     yield source
     source.conn.close()
 
 
-def run_import(*paths) -> str:
-    out = StringIO()
-    call_command("ledger_import", "agentos", *map(str, paths), stdout=out, stderr=StringIO())
-    return out.getvalue()
-
-
-def ledger_rows(ledger, sql: str, *params) -> list[tuple]:
-    return ledger.conn.execute(sql, params).fetchall()
-
-
-def table_counts(ledger) -> dict[str, int]:
-    return {
-        t: ledger.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-        for t in schema.AGENTS_TABLES
-    }
-
-
 def turns_of(ledger, session_id: str) -> list[tuple]:
-    return ledger_rows(
-        ledger,
+    return query(
+        ledger.path,
         "SELECT id, parent_turn_id, status FROM turns WHERE session_id = ? ORDER BY started_at",
         session_id,
     )
 
 
 def messages_of(ledger, turn_id: str) -> list[tuple]:
-    return ledger_rows(
-        ledger,
+    return query(
+        ledger.path,
         "SELECT role, content, sequence FROM messages WHERE turn_id = ? ORDER BY sequence",
         turn_id,
     )
@@ -192,9 +170,9 @@ QUERIES_PER_TASK = """
 
 def test_every_task_message_and_call_arrives(src, ledger):
     bun_buddy(src)
-    run_import(src.path)
+    run_import("agentos", src.path)
     with_prompt = src.count("SELECT count(*) FROM tasks WHERE system_prompt != ''")
-    assert table_counts(ledger) == {
+    assert table_counts(ledger.path) == {
         "sessions": src.count("SELECT count(*) FROM tasks"),
         "turns": sum(n for _, n in src.conn.execute(QUERIES_PER_TASK)),
         "messages": src.count("SELECT count(*) FROM messages") + with_prompt,
@@ -206,7 +184,7 @@ def test_every_task_message_and_call_arrives(src, ledger):
 
 def test_exchanges_become_a_chain_of_turns_and_call_messages_stay_in_theirs(src, ledger):
     bun_buddy(src)
-    run_import(src.path)
+    run_import("agentos", src.path)
     (first, _, done1), (second, parent, done2) = turns_of(ledger, "task-1")
     assert (parent, done1, done2) == (first, "completed", "completed")
     # The tool result fed back as a "user" message does not start an exchange of its own.
@@ -218,8 +196,8 @@ def test_exchanges_become_a_chain_of_turns_and_call_messages_stay_in_theirs(src,
         ("assistant", "Saved. I'll remind you on May 2.", 5),
     ]
     assert len(messages_of(ledger, second)) == 6
-    root, head, label = ledger_rows(
-        ledger, "SELECT root_turn_id, current_turn_id, label FROM sessions WHERE id = 'task-1'"
+    root, head, label = query(
+        ledger.path, "SELECT root_turn_id, current_turn_id, label FROM sessions WHERE id = 'task-1'"
     )[0]
     assert (root, head) == (first, second)
     assert label == "Remember that my sister's birthday is May 3"
@@ -227,11 +205,11 @@ def test_exchanges_become_a_chain_of_turns_and_call_messages_stay_in_theirs(src,
 
 def test_calls_are_timed_by_their_start_and_end_messages(src, ledger):
     calls = bun_buddy(src)
-    run_import(src.path)
+    run_import("agentos", src.path)
     rows = {
         r[0]: r[1:]
-        for r in ledger_rows(
-            ledger,
+        for r in query(
+            ledger.path,
             "SELECT c.id, c.tool_name, c.status, c.error, c.started_at, c.completed_at,"
             " c.sequence, c.parameters FROM tool_calls c",
         )
@@ -255,16 +233,16 @@ def test_calls_are_timed_by_their_start_and_end_messages(src, ledger):
     )
     assert rows[calls["spawn"]["id"]][5] == 2  # second call of the same exchange
     failed = src.count("SELECT count(*) FROM calls WHERE status = 'failed'")
-    assert ledger_rows(ledger, "SELECT count(*) FROM tool_calls WHERE status = 'failed'") == [
+    assert query(ledger.path, "SELECT count(*) FROM tool_calls WHERE status = 'failed'") == [
         (failed,)
     ]
 
 
 def test_a_subtask_is_a_subagent_session_of_the_call_that_names_it(src, ledger, viewer_client):
     calls = bun_buddy(src)
-    run_import(src.path)
-    ((routing_key, persona, label),) = ledger_rows(
-        ledger, "SELECT routing_key, persona, label FROM sessions WHERE id = 'task-2'"
+    run_import("agentos", src.path)
+    ((routing_key, persona, label),) = query(
+        ledger.path, "SELECT routing_key, persona, label FROM sessions WHERE id = 'task-2'"
     )
     assert routing_key == f"subagent:task-1:{calls['spawn']['id']}"
     assert (persona, label) == ("agentos", "Look through email for tomorrow's events")
@@ -276,44 +254,40 @@ def test_a_subtask_is_a_subagent_session_of_the_call_that_names_it(src, ledger, 
 def test_a_subtask_no_call_names_is_tied_to_the_one_call_running_when_it_began(src, ledger):
     main = src.task("T")
     src.message(main, "user", "Plan my week", T0 + 1000)
-    before = src.message(main, "assistant", "Calling cal:list", T0 + 2000)
-    src.call(main, "cal:list", before, src.message(main, "system", "listed", T0 + 3000))
-    start = src.message(main, "assistant", "Calling agent:delegate", T0 + 4000)
-    delegate = src.call(
-        main, "agent:delegate", start, src.message(main, "system", "done", T0 + 9000)
-    )
+    src.call_between(main, "cal:list", T0 + 2000, ("system", "listed", T0 + 3000))
+    delegate = src.call_between(main, "agent:delegate", T0 + 4000, ("system", "done", T0 + 9000))
     src.task("T.1", parent_task_id="T", created_at=T0 + 5000)
-    run_import(src.path)
-    assert ledger_rows(ledger, "SELECT routing_key FROM sessions WHERE id = 'T.1'") == [
+    run_import("agentos", src.path)
+    assert query(ledger.path, "SELECT routing_key FROM sessions WHERE id = 'T.1'") == [
         (f"subagent:T:{delegate['id']}",)
     ]
 
 
 def test_a_running_task_is_imported_as_unfinished(src, ledger):
     calls = bun_buddy(src)
-    summary = run_import(src.path)
+    summary = run_import("agentos", src.path)
     ((turn_id, _, status),) = turns_of(ledger, "task-3")
     assert status == "streaming"
-    assert ledger_rows(
-        ledger,
+    assert query(
+        ledger.path,
         "SELECT status, result, completed_at FROM tool_calls WHERE id = ?",
         calls["listing"]["id"],
     ) == [("pending", None, None)]
     assert "  calls.details (recovery info of unfinished calls): 1\n" in summary
-    assert ledger_rows(ledger, "SELECT completed_at FROM turns WHERE id = ?", turn_id) == [(None,)]
+    assert query(ledger.path, "SELECT completed_at FROM turns WHERE id = ?", turn_id) == [(None,)]
 
 
 def test_a_failed_task_fails_its_last_turn(src, ledger):
     task = src.task("broken", completion_status="error")
     src.message(task, "user", "Book a table", T0 + 1000)
     src.message(task, "assistant", "I could not reach the restaurant.", T0 + 2000)
-    run_import(src.path)
+    run_import("agentos", src.path)
     assert [status for _, _, status in turns_of(ledger, "broken")] == ["failed"]
 
 
 def test_a_task_without_messages_keeps_its_system_prompt_in_a_pending_turn(src, ledger):
     src.task("fresh", completion_status=None)
-    run_import(src.path)
+    run_import("agentos", src.path)
     ((turn_id, parent, status),) = turns_of(ledger, "fresh")
     assert (parent, status) == (None, "pending")
     assert messages_of(ledger, turn_id) == [("system", PROMPT, 1)]
@@ -321,11 +295,8 @@ def test_a_task_without_messages_keeps_its_system_prompt_in_a_pending_turn(src, 
 
 def test_imported_sessions_render(src, viewer_client):
     bun_buddy(src)
-    run_import(src.path)
-    for task_id in ("task-1", "task-2", "task-3"):
-        assert viewer_client.get(f"/sessions/{task_id}/").status_code == 200
-        detail = viewer_client.get(f"/sessions/{task_id}/?format=json").json()
-        assert detail["problems"] == [], task_id
+    run_import("agentos", src.path)
+    assert_sessions_render(viewer_client, ("task-1", "task-2", "task-3"))
 
 
 def test_a_call_with_invalid_json_parameters_is_kept_as_written(src, ledger, viewer_client):
@@ -333,9 +304,9 @@ def test_a_call_with_invalid_json_parameters_is_kept_as_written(src, ledger, vie
     src.message(task, "user", "Search", T0 + 1000)
     start = src.message(task, "assistant", "Calling web:search", T0 + 2000)
     call = src.call(task, "web:search", start, start, parameters="{query: unquoted")
-    run_import(src.path)
+    run_import("agentos", src.path)
     ((turn_id, _, _),) = turns_of(ledger, "raw")
-    assert ledger_rows(ledger, "SELECT parameters FROM tool_calls WHERE id = ?", call["id"]) == [
+    assert query(ledger.path, "SELECT parameters FROM tool_calls WHERE id = ?", call["id"]) == [
         ("{query: unquoted",)
     ]
     page = viewer_client.get(f"/sessions/raw/turns/{turn_id}/").content.decode()
@@ -347,18 +318,13 @@ def test_a_call_with_invalid_json_parameters_is_kept_as_written(src, ledger, vie
 
 def test_a_second_import_adds_nothing(src, ledger):
     bun_buddy(src)
-    run_import(src.path)
-    before = table_counts(ledger)
-    summary = run_import(src.path)
-    assert table_counts(ledger) == before
-    for table in schema.AGENTS_TABLES:
-        assert f"{table}: 0 added, {before[table]} already there" in summary
+    assert_a_second_import_adds_nothing("agentos", src.path, ledger.path)
 
 
 def test_a_task_that_moved_on_adds_its_new_rows_and_finishes_its_old_ones(src, ledger):
     calls = bun_buddy(src)
-    run_import(src.path)
-    before = table_counts(ledger)
+    run_import("agentos", src.path)
+    before = table_counts(ledger.path)
     ((first_turn, _, _),) = turns_of(ledger, "task-3")
 
     # The call ends, the assistant answers, the user asks again: the task is still running.
@@ -376,22 +342,22 @@ def test_a_task_that_moved_on_adds_its_new_rows_and_finishes_its_old_ones(src, l
     src.message(running, "user", "Archive them", T0 + 3_620_000)
     src.task("task-3", completion_status=None, created_at=T0 + 3_600_000, updated_at=T0 + 3_620_000)
 
-    summary = run_import(src.path)
-    assert table_counts(ledger) == before | {
+    summary = run_import("agentos", src.path)
+    assert table_counts(ledger.path) == before | {
         "turns": before["turns"] + 1,
         "messages": before["messages"] + 3,
     }
     assert "tool_calls: 0 added" in summary and "1 brought up to date" in summary
-    assert ledger_rows(
-        ledger,
+    assert query(
+        ledger.path,
         "SELECT status, result, completed_at FROM tool_calls WHERE id = ?",
         calls["listing"]["id"],
     ) == [("completed", '{"unread": 3}', T0 + 3_610_000)]
     (old, _, old_status), (new, parent, new_status) = turns_of(ledger, "task-3")
     assert (old, old_status) == (first_turn, "completed")
     assert (parent, new_status) == (first_turn, "pending")
-    assert ledger_rows(
-        ledger, "SELECT current_turn_id, updated_at FROM sessions WHERE id = 'task-3'"
+    assert query(
+        ledger.path, "SELECT current_turn_id, updated_at FROM sessions WHERE id = 'task-3'"
     ) == [(new, T0 + 3_620_000)]
 
 
@@ -407,8 +373,8 @@ def test_other_files_are_refused_naming_the_format(tmp_path, ledger):
         with pytest.raises(WrongFormat, match=f"^not an Agent OS ledger: .*{why}"):
             list(agentos.read([path], ImportReport()))
     with pytest.raises(CommandError, match="not agentos"):
-        run_import(text)
-    assert table_counts(ledger)["sessions"] == 0
+        run_import("agentos", text)
+    assert table_counts(ledger.path)["sessions"] == 0
 
 
 def test_a_source_lacking_a_needed_column_is_refused(src):
@@ -425,7 +391,7 @@ def test_malformed_and_dangling_rows_are_reported_and_the_rest_imported(src, led
     ghost_start = src.call(task, "mem:recall", {"id": "msg-gone", "timestamp": T0})
     start = src.message(task, "assistant", "Calling mem:recall", T0 + 92_000)
     half = src.call(task, "mem:recall", start, {"id": "msg-never", "timestamp": T0 + 93_000})
-    summary = run_import(src.path)
+    summary = run_import("agentos", src.path)
 
     assert f"messages id={junk_time['id']}: its timestamp 'last tuesday' is not a time" in summary
     assert f"messages id={orphan['id']}: its task 'task-404' does not exist" in summary
@@ -434,19 +400,19 @@ def test_malformed_and_dangling_rows_are_reported_and_the_rest_imported(src, led
         in summary
     )
     assert f"calls id={half['id']} end_message_id: message msg-never does not exist" in summary
-    imported = {row[0] for row in ledger_rows(ledger, "SELECT id FROM tool_calls")}
+    imported = {row[0] for row in query(ledger.path, "SELECT id FROM tool_calls")}
     assert half["id"] in imported and ghost_start["id"] not in imported
-    assert ledger_rows(ledger, "SELECT completed_at FROM tool_calls WHERE id = ?", half["id"]) == [
+    assert query(ledger.path, "SELECT completed_at FROM tool_calls WHERE id = ?", half["id"]) == [
         (T0 + 93_000,)
     ]  # its updated_at
     all_messages = src.count("SELECT count(*) FROM messages")
     prompts = src.count("SELECT count(*) FROM tasks")
-    assert table_counts(ledger)["messages"] == all_messages - 2 + prompts
+    assert table_counts(ledger.path)["messages"] == all_messages - 2 + prompts
 
 
 def test_a_task_with_no_time_at_all_is_left_out_entirely(src, ledger):
     src.task("timeless", created_at="someday", updated_at="someday")
-    summary = run_import(src.path)
+    summary = run_import("agentos", src.path)
     assert "Sessions left out entirely: 1" in summary
     assert "tasks id=timeless: no usable timestamp" in summary
-    assert table_counts(ledger)["sessions"] == 0
+    assert table_counts(ledger.path)["sessions"] == 0

@@ -7,35 +7,20 @@ importer's code.
 
 import json
 import shutil
-import sqlite3
-from io import StringIO
 from pathlib import Path
 
 import pytest
 from builders import LEDGER_DB
-from django.core.management import call_command
+from importing import IMPORT_FIXTURES, GrowingCopy, all_rows, json_objects, one, query, run_import
 
 SAMPLES = Path("/work/shared/samples/claude-code")
-FIXTURES = Path(__file__).parent / "fixtures" / "import" / "claude-code"
+FIXTURES = IMPORT_FIXTURES / "claude-code"
 SAMPLE_FILES = sorted(SAMPLES.glob("*.jsonl"))
 FIXTURE_FILES = sorted(FIXTURES.glob("*.jsonl"))
 needs_samples = pytest.mark.skipif(not SAMPLE_FILES, reason="no shared samples on this machine")
 
 
 # ----- an independent reading of a transcript --------------------------------------------------
-
-
-def json_lines(*paths: Path) -> list[dict]:
-    found = []
-    for path in paths:
-        for line in path.read_text().splitlines():
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                found.append(value)
-    return found
 
 
 def blocks(line: dict) -> list:
@@ -51,7 +36,7 @@ def is_prompt(line: dict) -> bool:
 
 
 def expected(*paths: Path) -> dict:
-    lines = [x for x in json_lines(*paths) if x.get("type") in ("user", "assistant", "system")]
+    lines = [x for x in json_objects(*paths) if x.get("type") in ("user", "assistant", "system")]
     main = [x for x in lines if not x.get("isSidechain")]
     side = [x for x in lines if x.get("isSidechain")]
     uses = {b["id"] for x in lines for b in blocks(x) if b.get("type") == "tool_use"}
@@ -80,23 +65,6 @@ def expected(*paths: Path) -> dict:
 # ----- helpers over the ledger -----------------------------------------------------------------
 
 
-def import_into(dest: Path, *paths) -> str:
-    out = StringIO()
-    call_command(
-        "ledger_import", "claude-code", *map(str, paths), "--ledger", str(dest), stdout=out
-    )
-    return out.getvalue()
-
-
-def query(dest: Path, sql: str, *params):
-    with sqlite3.connect(dest) as conn:
-        return conn.execute(sql, params).fetchall()
-
-
-def one(dest: Path, sql: str, *params):
-    return query(dest, sql, *params)[0][0]
-
-
 def ledger_counts(dest: Path, session_id: str) -> dict:
     calls = "FROM tool_calls WHERE turn_id IN (SELECT id FROM turns WHERE session_id = ?)"
     branch_points = (
@@ -117,7 +85,7 @@ def ledger_counts(dest: Path, session_id: str) -> dict:
 
 
 def session_of(path: Path) -> str:
-    return next(x["sessionId"] for x in reversed(json_lines(path)) if "sessionId" in x)
+    return next(x["sessionId"] for x in reversed(json_objects(path)) if "sessionId" in x)
 
 
 # ----- counts against the input ----------------------------------------------------------------
@@ -127,7 +95,7 @@ def session_of(path: Path) -> str:
 @pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.name[:8])
 def test_a_real_sample_matches_a_plain_reading_of_it(tmp_path, path):
     dest = tmp_path / "l.sqlite3"
-    import_into(dest, path)
+    run_import("claude-code", path, ledger=dest)
     want = expected(path)
     got = ledger_counts(dest, session_of(path))
     assert got == {k: want[k] for k in got}
@@ -138,7 +106,7 @@ def test_a_real_sample_matches_a_plain_reading_of_it(tmp_path, path):
 def test_a_fixture_matches_a_plain_reading_of_it(tmp_path, name):
     path = FIXTURES / f"{name}.jsonl"
     dest = tmp_path / "l.sqlite3"
-    import_into(dest, path)
+    run_import("claude-code", path, ledger=dest)
     got = ledger_counts(dest, session_of(path))
     want = expected(path)
     assert got == {k: want[k] for k in got}
@@ -146,7 +114,7 @@ def test_a_fixture_matches_a_plain_reading_of_it(tmp_path, name):
 
 def test_a_rewind_becomes_a_branch_and_the_latest_branch_is_the_head(tmp_path):
     dest = tmp_path / "l.sqlite3"
-    import_into(dest, FIXTURES / "rewind.jsonl")
+    run_import("claude-code", FIXTURES / "rewind.jsonl", ledger=dest)
     first = "a0000000-0000-4000-8000-000000000001"
     children = query(dest, "SELECT id FROM turns WHERE parent_turn_id = ? ORDER BY id", first)
     assert children == [
@@ -160,7 +128,7 @@ def test_a_rewind_becomes_a_branch_and_the_latest_branch_is_the_head(tmp_path):
 
 def test_tool_results_belong_to_the_turn_of_the_call_with_their_error(tmp_path):
     dest = tmp_path / "l.sqlite3"
-    import_into(dest, FIXTURES / "rewind.jsonl")
+    run_import("claude-code", FIXTURES / "rewind.jsonl", ledger=dest)
     rows = query(
         dest,
         "SELECT id, turn_id, status, result, error FROM tool_calls ORDER BY started_at",
@@ -176,7 +144,7 @@ def test_tool_results_belong_to_the_turn_of_the_call_with_their_error(tmp_path):
 
 def test_usage_gives_the_prompt_of_the_last_call_and_counts_each_response_once(tmp_path):
     dest = tmp_path / "l.sqlite3"
-    import_into(dest, FIXTURES / "rewind.jsonl")
+    run_import("claude-code", FIXTURES / "rewind.jsonl", ledger=dest)
     # turn 1: two responses (msg_r1, msg_r2); the last had 300 + 1000 cached prompt tokens
     assert query(
         dest,
@@ -188,7 +156,7 @@ def test_usage_gives_the_prompt_of_the_last_call_and_counts_each_response_once(t
 def test_sidechains_under_task_calls_become_subagent_sessions(tmp_path):
     path = FIXTURES / "subagent.jsonl"
     dest = tmp_path / "l.sqlite3"
-    import_into(dest, path)
+    run_import("claude-code", path, ledger=dest)
     want = expected(path, *sorted((FIXTURES / "subagent" / "subagents").glob("*.jsonl")))
     parent = session_of(path)
     children = query(
@@ -215,7 +183,7 @@ def test_sidechains_under_task_calls_become_subagent_sessions(tmp_path):
 
 def test_a_compaction_is_a_turn_that_folds_the_turns_before_it(tmp_path):
     dest = tmp_path / "l.sqlite3"
-    import_into(dest, FIXTURES / "compaction.jsonl")
+    run_import("claude-code", FIXTURES / "compaction.jsonl", ledger=dest)
     boundary = "c0000000-0000-4000-8000-000000000005"
     (turn_parent,) = query(dest, "SELECT parent_turn_id FROM turns WHERE id = ?", boundary)[0]
     assert turn_parent == "c0000000-0000-4000-8000-000000000003"  # its logicalParentUuid's turn
@@ -233,7 +201,7 @@ def test_a_compaction_is_a_turn_that_folds_the_turns_before_it(tmp_path):
 
 
 def test_malformed_lines_are_reported_with_file_and_line_and_skipped(tmp_path):
-    out = import_into(tmp_path / "l.sqlite3", FIXTURES / "malformed.jsonl")
+    out = run_import("claude-code", FIXTURES / "malformed.jsonl", ledger=tmp_path / "l.sqlite3")
     assert "Skipped 2 malformed record(s):" in out
     assert "malformed.jsonl:2: not JSON" in out
     assert "malformed.jsonl:4: a JSON list, not an object" in out
@@ -244,16 +212,11 @@ def test_malformed_lines_are_reported_with_file_and_line_and_skipped(tmp_path):
 # ----- idempotence and growth -------------------------------------------------------------------
 
 
-def all_rows(dest: Path) -> dict[str, list]:
-    tables = ("sessions", "turns", "messages", "tool_calls", "compactions")
-    return {t: sorted(query(dest, f"SELECT * FROM {t}"), key=repr) for t in tables}
-
-
 def test_importing_again_adds_nothing(tmp_path):
     dest = tmp_path / "l.sqlite3"
-    import_into(dest, FIXTURES)
+    run_import("claude-code", FIXTURES, ledger=dest)
     before = all_rows(dest)
-    import_into(dest, FIXTURES)
+    run_import("claude-code", FIXTURES, ledger=dest)
     assert all_rows(dest) == before
 
 
@@ -268,19 +231,17 @@ def test_a_grown_transcript_adds_only_its_new_part(tmp_path):
         i for i in range(len(lines) // 2, len(lines))
         if any(b.get("type") == "tool_use" for b in blocks(json.loads(lines[i])))
     ) + 1  # fmt: skip
-    growing = tmp_path / sample.name
-    growing.write_text("".join(lines[:cut]))
+    growing = GrowingCopy(sample, cut, tmp_path)
     dest = tmp_path / "grown.sqlite3"
-    import_into(dest, growing)
+    run_import("claude-code", growing.path, ledger=dest)
     half = {t: len(rows) for t, rows in all_rows(dest).items()}
     assert query(dest, "SELECT status FROM tool_calls WHERE completed_at IS NULL") == [("pending",)]
 
-    with growing.open("a") as file:
-        file.writelines(lines[cut:])
-    out = import_into(dest, growing)
+    growing.grow()
+    out = run_import("claude-code", growing.path, ledger=dest)
 
     fresh = tmp_path / "fresh.sqlite3"
-    import_into(fresh, sample)
+    run_import("claude-code", sample, ledger=fresh)
     assert all_rows(dest) == all_rows(fresh)
     whole = {t: len(rows) for t, rows in all_rows(fresh).items()}
     assert f"turns: {whole['turns'] - half['turns']} added, {half['turns']} already there" in out
@@ -291,7 +252,7 @@ def test_a_folder_is_read_like_claude_projects(tmp_path):
     projects = tmp_path / "projects" / "-home-ada-shop"
     shutil.copytree(FIXTURES, projects, ignore=shutil.ignore_patterns("*.txt"))
     dest = tmp_path / "l.sqlite3"
-    import_into(dest, tmp_path / "projects")
+    run_import("claude-code", tmp_path / "projects", ledger=dest)
     # four transcripts and two subagents; the subagent file is not a session of its own
     assert one(dest, "SELECT count(*) FROM sessions") == 6
 
@@ -301,8 +262,7 @@ def test_a_folder_is_read_like_claude_projects(tmp_path):
 
 @LEDGER_DB
 def test_an_imported_session_with_subagents_renders_its_tree_and_links(viewer_client, ledger):
-    out = StringIO()
-    call_command("ledger_import", "claude-code", str(FIXTURES), stdout=out)
+    run_import("claude-code", FIXTURES)
     parent = session_of(FIXTURES / "subagent.jsonl")
     child = ledger.conn.execute(
         "SELECT id FROM sessions WHERE routing_key = ?", (f"subagent:{parent}:toolu_task2",)
@@ -321,7 +281,7 @@ def test_an_imported_session_with_subagents_renders_its_tree_and_links(viewer_cl
 
 @LEDGER_DB
 def test_an_imported_rewind_and_compaction_render_as_a_tree(viewer_client, ledger):
-    call_command("ledger_import", "claude-code", str(FIXTURES), stdout=StringIO())
+    run_import("claude-code", FIXTURES)
     rewind = viewer_client.get(f"/sessions/{session_of(FIXTURES / 'rewind.jsonl')}/?format=json")
     assert rewind.status_code == 200
     totals = rewind.json()["totals"]

@@ -5,38 +5,24 @@ The expected numbers come from a simple pass over the records in this file (user
 """
 
 import json
-import sqlite3
-from io import StringIO
 from pathlib import Path
 
 import pytest
 from builders import LEDGER_DB
-from django.core.management import call_command
+from importing import IMPORT_FIXTURES, GrowingCopy, all_rows, json_objects, one, query, run_import
 
 SAMPLES = Path("/work/shared/samples/codex")
-FIXTURES = Path(__file__).parent / "fixtures" / "import" / "codex"
+FIXTURES = IMPORT_FIXTURES / "codex"
 ROLLOUT = next(FIXTURES.glob("rollout-*.jsonl"))
 SESSION = "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
 CONTEXT = ("<environment_context>", "<user_instructions>")
 needs_samples = pytest.mark.skipif(not SAMPLES.is_dir(), reason="no shared samples")
 
 
-def records(path: Path) -> list[dict]:
-    found = []
-    for line in path.read_text().splitlines():
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            found.append(value)
-    return found
-
-
 def items(path: Path, kind: str) -> list[dict]:
     return [
         r["payload"]
-        for r in records(path)
+        for r in json_objects(path)
         if r.get("type") == "response_item" and r["payload"].get("type") == kind
     ]
 
@@ -48,7 +34,7 @@ def expected(path: Path) -> dict:
         if m.get("role") == "user" and not m["content"][0].get("text", "").startswith(CONTEXT)
     ]
     open_calls, paired, failed = set(), 0, 0
-    for record in records(path):
+    for record in json_objects(path):
         payload = record.get("payload")
         if record.get("type") != "response_item" or not isinstance(payload, dict):
             continue
@@ -61,25 +47,10 @@ def expected(path: Path) -> dict:
             failed += isinstance(output, dict) and output.get("success") is False
     return {
         "prompts": len(prompts),
-        "compactions": sum(1 for r in records(path) if r.get("type") == "compacted"),
+        "compactions": sum(1 for r in json_objects(path) if r.get("type") == "compacted"),
         "paired": paired,
         "failed": failed,
     }
-
-
-def import_into(dest: Path, *paths) -> str:
-    out = StringIO()
-    call_command("ledger_import", "codex", *map(str, paths), "--ledger", str(dest), stdout=out)
-    return out.getvalue()
-
-
-def query(dest: Path, sql: str, *params):
-    with sqlite3.connect(dest) as conn:
-        return conn.execute(sql, params).fetchall()
-
-
-def one(dest: Path, sql: str, *params):
-    return query(dest, sql, *params)[0][0]
 
 
 def ledger_counts(dest: Path) -> dict:
@@ -97,32 +68,40 @@ def ledger_counts(dest: Path) -> dict:
     }
 
 
-def test_the_fixture_matches_a_plain_reading_of_it(tmp_path):
-    dest = tmp_path / "l.sqlite3"
-    import_into(dest, ROLLOUT)
+@pytest.fixture
+def imported_rollout(tmp_path) -> Path:
+    """A ledger holding the fixture rollout."""
+    ledger = tmp_path / "l.sqlite3"
+    run_import("codex", ROLLOUT, ledger=ledger)
+    return ledger
+
+
+def test_the_fixture_matches_a_plain_reading_of_it(imported_rollout):
     want = expected(ROLLOUT)
-    assert ledger_counts(dest) == want
+    assert ledger_counts(imported_rollout) == want
     # one turn per prompt and per compaction, in a line
-    assert one(dest, "SELECT count(*) FROM turns") == want["prompts"] + want["compactions"]
-    assert one(dest, "SELECT count(*) FROM turns WHERE parent_turn_id IS NULL") == 1
+    assert (
+        one(imported_rollout, "SELECT count(*) FROM turns") == want["prompts"] + want["compactions"]
+    )
+    assert one(imported_rollout, "SELECT count(*) FROM turns WHERE parent_turn_id IS NULL") == 1
 
 
 @needs_samples
 def test_the_real_sample_matches_a_plain_reading_of_it(tmp_path):
     sample = SAMPLES / "small.jsonl"
     dest = tmp_path / "l.sqlite3"
-    out = import_into(dest, sample)
+    out = run_import("codex", sample, ledger=dest)
     want = expected(sample)
     assert ledger_counts(dest) == want
     assert want["prompts"] >= 1 and want["compactions"] >= 1 and want["paired"] >= 3
     names = [
         r["payload"]["thread_name"]
-        for r in records(sample)
+        for r in json_objects(sample)
         if r.get("type") == "event_msg" and r["payload"].get("type") == "thread_name_updated"
     ]
     label, routing_key = query(dest, "SELECT label, routing_key FROM sessions")[0]
     assert (label, routing_key) == (names[-1], "codex:/tmp/repo")  # the thread's name
-    world_states = sum(1 for r in records(sample) if r.get("type") == "world_state")
+    world_states = sum(1 for r in json_objects(sample) if r.get("type") == "world_state")
     assert f"codex:world_state: {world_states}" in out  # unknown: counted, skipped
 
 
@@ -130,8 +109,8 @@ def test_the_real_sample_matches_a_plain_reading_of_it(tmp_path):
 def test_schema_drift_is_counted_and_skipped_not_fatal(tmp_path):
     sample = SAMPLES / "schema_drift.jsonl"
     dest = tmp_path / "l.sqlite3"
-    out = import_into(dest, sample)
-    without_envelope = [r for r in records(sample) if "payload" not in r]
+    out = run_import("codex", sample, ledger=dest)
+    without_envelope = [r for r in json_objects(sample) if "payload" not in r]
     assert len(without_envelope) == 4
     assert "codex:function_call (no {timestamp, type, payload} envelope): 1" in out
     assert "codex:function_result (no {timestamp, type, payload} envelope): 1" in out
@@ -140,11 +119,9 @@ def test_schema_drift_is_counted_and_skipped_not_fatal(tmp_path):
     assert one(dest, "SELECT count(*) FROM sessions") == 0
 
 
-def test_calls_are_matched_to_their_outputs_by_call_id(tmp_path):
-    dest = tmp_path / "l.sqlite3"
-    import_into(dest, ROLLOUT)
+def test_calls_are_matched_to_their_outputs_by_call_id(imported_rollout):
     calls = query(
-        dest,
+        imported_rollout,
         "SELECT tool_name, status, parameters, result, error FROM tool_calls ORDER BY started_at",
     )
     pytest_call, patch, push = calls
@@ -156,22 +133,18 @@ def test_calls_are_matched_to_their_outputs_by_call_id(tmp_path):
     assert (push[1], push[3], push[4]) == ("failed", None, "sandbox denied network access")
 
 
-def test_turns_carry_the_model_and_tokens_of_their_token_counts(tmp_path):
-    dest = tmp_path / "l.sqlite3"
-    import_into(dest, ROLLOUT)
+def test_turns_carry_the_model_and_tokens_of_their_token_counts(imported_rollout):
     first = query(
-        dest,
+        imported_rollout,
         "SELECT model, prompt_tokens, completion_tokens, status FROM turns ORDER BY started_at",
     )[0]
     # two token_counts: the last prompt was 13000 tokens; 230 output tokens in all
     assert first == ("gpt-5-codex", 13000, 230, "completed")
 
 
-def test_context_messages_go_with_the_next_prompt_as_system_messages(tmp_path):
-    dest = tmp_path / "l.sqlite3"
-    import_into(dest, ROLLOUT)
+def test_context_messages_go_with_the_next_prompt_as_system_messages(imported_rollout):
     first_turn = query(
-        dest,
+        imported_rollout,
         "SELECT role, substr(content, 1, 21) FROM messages WHERE turn_id ="
         " (SELECT id FROM turns ORDER BY started_at LIMIT 1) ORDER BY sequence",
     )
@@ -181,28 +154,21 @@ def test_context_messages_go_with_the_next_prompt_as_system_messages(tmp_path):
     ]
 
 
-def test_a_compaction_folds_the_turns_before_it(tmp_path):
-    dest = tmp_path / "l.sqlite3"
-    import_into(dest, ROLLOUT)
+def test_a_compaction_folds_the_turns_before_it(imported_rollout):
     turn_id, summary, folded = query(
-        dest, "SELECT turn_id, summary, summarized_turn_ids FROM compactions"
+        imported_rollout, "SELECT turn_id, summary, summarized_turn_ids FROM compactions"
     )[0]
-    before = [t for (t,) in query(dest, "SELECT id FROM turns ORDER BY started_at")]
+    before = [t for (t,) in query(imported_rollout, "SELECT id FROM turns ORDER BY started_at")]
     assert summary.startswith("Summary: fixed cart.total()")
     assert json.loads(folded) == before[: before.index(turn_id)]
-    assert one(dest, "SELECT current_turn_id FROM sessions") == before[-1]
-
-
-def all_rows(dest: Path) -> dict[str, list]:
-    tables = ("sessions", "turns", "messages", "tool_calls", "compactions")
-    return {t: sorted(query(dest, f"SELECT * FROM {t}"), key=repr) for t in tables}
+    assert one(imported_rollout, "SELECT current_turn_id FROM sessions") == before[-1]
 
 
 def test_importing_again_adds_nothing(tmp_path):
     dest = tmp_path / "l.sqlite3"
-    import_into(dest, FIXTURES)
+    run_import("codex", FIXTURES, ledger=dest)
     before = all_rows(dest)
-    out = import_into(dest, FIXTURES)
+    out = run_import("codex", FIXTURES, ledger=dest)
     assert all_rows(dest) == before
     assert "turns: 0 added" in out
 
@@ -212,29 +178,27 @@ def test_a_grown_rollout_adds_only_its_new_part(tmp_path):
     again: the ledger then equals a fresh import of the whole rollout."""
     lines = ROLLOUT.read_text().splitlines(keepends=True)
     cut = next(i for i, line in enumerate(lines) if "call_T2a" in line) + 1
-    growing = tmp_path / ROLLOUT.name
-    growing.write_text("".join(lines[:cut]))
+    growing = GrowingCopy(ROLLOUT, cut, tmp_path)
     dest = tmp_path / "grown.sqlite3"
-    import_into(dest, growing)
+    run_import("codex", growing.path, ledger=dest)
     assert query(dest, "SELECT status FROM tool_calls WHERE completed_at IS NULL") == [("pending",)]
     assert query(dest, "SELECT status FROM turns ORDER BY started_at DESC LIMIT 1") == [
         ("streaming",)
     ]
     half = one(dest, "SELECT count(*) FROM turns")
 
-    with growing.open("a") as file:
-        file.writelines(lines[cut:])
-    out = import_into(dest, growing)
+    growing.grow()
+    out = run_import("codex", growing.path, ledger=dest)
 
     fresh = tmp_path / "fresh.sqlite3"
-    import_into(fresh, ROLLOUT)
+    run_import("codex", ROLLOUT, ledger=fresh)
     assert all_rows(dest) == all_rows(fresh)
     whole = one(fresh, "SELECT count(*) FROM turns")
     assert f"turns: {whole - half} added, {half} already there, 1 brought up to date" in out
 
 
 def test_malformed_records_are_reported_with_file_and_line(tmp_path):
-    out = import_into(tmp_path / "l.sqlite3", FIXTURES / "malformed.jsonl")
+    out = run_import("codex", FIXTURES / "malformed.jsonl", ledger=tmp_path / "l.sqlite3")
     assert "malformed.jsonl:2: not JSON" in out
     assert "malformed.jsonl:4: a JSON str, not an object" in out
     assert "codex:response_item:hologram: 1" in out
@@ -243,7 +207,7 @@ def test_malformed_records_are_reported_with_file_and_line(tmp_path):
 
 @LEDGER_DB
 def test_an_imported_rollout_renders_with_its_compaction(viewer_client, ledger):
-    call_command("ledger_import", "codex", str(ROLLOUT), stdout=StringIO())
+    run_import("codex", ROLLOUT)
     page = viewer_client.get(f"/sessions/{SESSION}/")
     assert page.status_code == 200
     html = page.content.decode()

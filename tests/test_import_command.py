@@ -2,33 +2,24 @@
 
 import sqlite3
 from io import StringIO
-from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from importing import IMPORT_FIXTURES, IMPORTED_TABLES, run_import, table_counts
 
 from ledgerweb import schema
 
-FIXTURES = Path(__file__).parent / "fixtures" / "import"
-CLAUDE = FIXTURES / "claude-code"
-CODEX = FIXTURES / "codex"
-COUNTED = ("sessions", "turns", "messages", "tool_calls", "compactions")
+CLAUDE = IMPORT_FIXTURES / "claude-code"
+CODEX = IMPORT_FIXTURES / "codex"
 
 
-def run_import(*args) -> str:
-    out = StringIO()
-    call_command("ledger_import", *map(str, args), stdout=out)
-    return out.getvalue()
-
-
-def counts(path: Path) -> dict[str, int]:
-    with sqlite3.connect(path) as conn:
-        return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in COUNTED}
+def counts(ledger) -> dict[str, int]:
+    return table_counts(ledger, IMPORTED_TABLES)
 
 
 def test_a_new_ledger_file_is_created_with_the_ddl(tmp_path):
     dest = tmp_path / "imported.sqlite3"
-    out = run_import("claude-code", CLAUDE / "rewind.jsonl", "--ledger", dest)
+    out = run_import("claude-code", CLAUDE / "rewind.jsonl", ledger=dest)
     assert f"Created a new ledger at {dest}" in out
     with sqlite3.connect(dest) as conn:
         inspection = schema.inspect_ledger(conn)
@@ -40,9 +31,9 @@ def test_a_new_ledger_file_is_created_with_the_ddl(tmp_path):
 
 def test_the_summary_names_what_was_added_and_a_second_run_adds_nothing(tmp_path):
     dest = tmp_path / "l.sqlite3"
-    first = run_import("claude-code", CLAUDE, "--ledger", dest)
+    first = run_import("claude-code", CLAUDE, ledger=dest)
     after_first = counts(dest)
-    second = run_import("claude-code", CLAUDE, "--ledger", dest)
+    second = run_import("claude-code", CLAUDE, ledger=dest)
     assert counts(dest) == after_first
     assert f"turns: {after_first['turns']} added, 0 already there" in first
     assert f"turns: 0 added, {after_first['turns']} already there" in second
@@ -88,17 +79,16 @@ def test_a_sqlite_file_is_refused_as_a_transcript(tmp_path):
 def test_the_other_inputs_are_still_imported_when_one_is_refused(tmp_path):
     dest = tmp_path / "l.sqlite3"
     with pytest.raises(CommandError):
-        call_command(
-            "ledger_import", "claude-code", str(CLAUDE / "not-a-transcript.txt"),
-            str(CLAUDE / "rewind.jsonl"), "--ledger", str(dest), stdout=StringIO(),
-        )  # fmt: skip
+        run_import(
+            "claude-code", CLAUDE / "not-a-transcript.txt", CLAUDE / "rewind.jsonl", ledger=dest
+        )
     assert counts(dest)["sessions"] == 1
 
 
 def test_a_missing_input_is_refused_before_anything_is_written(tmp_path):
     dest = tmp_path / "l.sqlite3"
     with pytest.raises(CommandError, match="No such file or folder: .*nowhere.jsonl"):
-        run_import("claude-code", tmp_path / "nowhere.jsonl", "--ledger", dest)
+        run_import("claude-code", tmp_path / "nowhere.jsonl", ledger=dest)
     assert not dest.exists()
 
 
@@ -107,7 +97,7 @@ def test_a_database_that_is_not_an_agents_ledger_is_refused(tmp_path):
     with sqlite3.connect(dest) as conn:
         conn.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY)")
     with pytest.raises(CommandError, match="is not an Agents Ledger"):
-        run_import("claude-code", CLAUDE / "rewind.jsonl", "--ledger", dest)
+        run_import("claude-code", CLAUDE / "rewind.jsonl", ledger=dest)
 
 
 def test_a_session_that_cannot_be_written_is_left_out_entirely(tmp_path):
@@ -121,7 +111,7 @@ def test_a_session_that_cannot_be_written_is_left_out_entirely(tmp_path):
             "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
         )
     out = run_import(
-        "claude-code", CLAUDE / "rewind.jsonl", CLAUDE / "compaction.jsonl", "--ledger", dest
+        "claude-code", CLAUDE / "rewind.jsonl", CLAUDE / "compaction.jsonl", ledger=dest
     )
     assert "Sessions left out entirely: 1" in out
     assert "rewind.jsonl: IntegrityError: refused by the test" in out
@@ -138,4 +128,4 @@ def test_a_session_that_cannot_be_written_is_left_out_entirely(tmp_path):
 
 def test_an_unknown_format_is_refused_by_the_parser(tmp_path):
     with pytest.raises(CommandError, match="invalid choice: 'cursor'"):
-        run_import("cursor", CLAUDE / "rewind.jsonl", "--ledger", tmp_path / "l.sqlite3")
+        run_import("cursor", CLAUDE / "rewind.jsonl", ledger=tmp_path / "l.sqlite3")

@@ -1,0 +1,113 @@
+"""Helpers for the importer tests (tests/test_import_*.py): running ledger_import, reading the
+ledger it wrote, reading JSONL inputs plainly, and building other programs' SQLite ledgers."""
+
+import json
+import sqlite3
+from contextlib import closing
+from io import StringIO
+from itertools import count
+from pathlib import Path
+
+from django.core.management import call_command
+
+from ledgerweb import schema
+
+IMPORT_FIXTURES = Path(__file__).parent / "fixtures" / "import"
+IMPORTED_TABLES = (*schema.AGENTS_TABLES, "compactions")
+
+
+def run_import(fmt: str, *paths, ledger: Path | None = None) -> str:
+    """`ledger_import FMT PATH...` into `ledger` (else the configured ledger); its summary."""
+    into = ["--ledger", str(ledger)] if ledger else []
+    out = StringIO()
+    call_command("ledger_import", fmt, *map(str, paths), *into, stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def query(ledger: Path, sql: str, *params) -> list[tuple]:
+    with closing(sqlite3.connect(ledger)) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+def one(ledger: Path, sql: str, *params):
+    """The first value of the first row."""
+    return query(ledger, sql, *params)[0][0]
+
+
+def table_counts(ledger: Path, tables=schema.AGENTS_TABLES) -> dict[str, int]:
+    return {table: one(ledger, f"SELECT count(*) FROM {table}") for table in tables}
+
+
+def all_rows(ledger: Path) -> dict[str, list]:
+    """Every imported row by table, sorted: two ledgers holding the same rows compare equal."""
+    return {t: sorted(query(ledger, f"SELECT * FROM {t}"), key=repr) for t in IMPORTED_TABLES}
+
+
+def json_objects(*paths: Path) -> list[dict]:
+    """The JSON object lines of JSONL files, read plainly: any other line is passed over."""
+    found = []
+    for path in paths:
+        for line in path.read_text().splitlines():
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                found.append(value)
+    return found
+
+
+class GrowingCopy:
+    """A copy of a JSONL file holding only its first `cut` lines until grow() appends the rest,
+    as an agent appends to its transcript while it runs."""
+
+    def __init__(self, original: Path, cut: int, folder: Path):
+        lines = original.read_text().splitlines(keepends=True)
+        self.path = folder / original.name
+        self.path.write_text("".join(lines[:cut]))
+        self._rest = lines[cut:]
+
+    def grow(self) -> None:
+        with self.path.open("a") as file:
+            file.writelines(self._rest)
+
+
+def assert_a_second_import_adds_nothing(fmt: str, source: Path, ledger: Path) -> None:
+    run_import(fmt, source, ledger=ledger)
+    before = table_counts(ledger)
+    summary = run_import(fmt, source, ledger=ledger)
+    after = table_counts(ledger)
+    assert after == before, f"{after} != {before}"
+    for table in schema.AGENTS_TABLES:
+        assert f"{table}: 0 added, {before[table]} already there" in summary, summary
+
+
+def assert_sessions_render(client, session_ids) -> None:
+    """Each session's page answers and its JSON lists no problems with its rows."""
+    for session_id in session_ids:
+        assert client.get(f"/sessions/{session_id}/").status_code == 200, session_id
+        detail = client.get(f"/sessions/{session_id}/?format=json").json()
+        assert detail["problems"] == [], (session_id, detail["problems"])
+
+
+class SourceLedger:
+    """Another program's SQLite ledger, created from `schema_sql` when the file is new; every
+    row is committed at once, as those programs write."""
+
+    def __init__(
+        self, path: Path, schema_sql: Path, conn: sqlite3.Connection | None = None, first_id=1
+    ):
+        self.path = path
+        self.conn = conn or sqlite3.connect(path, isolation_level=None)
+        if not self.conn.execute("SELECT 1 FROM sqlite_master").fetchone():
+            self.conn.executescript(schema_sql.read_text())
+        self._ids = count(first_id)
+
+    def insert(self, table: str, *, verb: str = "INSERT", **row) -> dict:
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        self.conn.execute(f"{verb} INTO {table} ({columns}) VALUES ({marks})", list(row.values()))
+        return row
+
+    def count(self, sql: str, *params) -> int:
+        return self.conn.execute(sql, params).fetchone()[0]
