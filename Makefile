@@ -20,13 +20,14 @@ PYTHON ?= $(shell for p in python3.14 python3.13 python3.12 python3 \
 export LEDGER_DB ?= $(CURDIR)/$(DEMO_LEDGER)
 export DJANGO_DB ?= $(CURDIR)/var/django.sqlite3
 
-.PHONY: help setup demo serve test lint browser migrate
+.PHONY: help setup demo serve test lint browser migrate soak
 
 help:
 	@echo "make demo   set up, build the demo ledger, serve it on http://$(HOST):$(PORT)"
 	@echo "make serve  set up and serve LEDGER_DB (default: the demo ledger)"
 	@echo "make test   set up and run every test"
 	@echo "make lint   ruff"
+	@echo "make soak   a live writer and browsing clients through gunicorn (a few minutes)"
 
 setup: $(VENV)/.installed
 
@@ -70,6 +71,13 @@ serve: migrate
 
 test: setup browser
 	$(BIN)/pytest
+
+# A live writer and browsing clients through gunicorn, in WAL then rollback-journal mode (each
+# phase SOAK_SECONDS long); SOAK_ARGS=--write-doc records the figures in docs/benchmarks.md.
+SOAK_SECONDS ?= 60
+SOAK_CLIENTS ?= 4
+soak: setup
+	$(PY) -m bench.soak --seconds $(SOAK_SECONDS) --clients $(SOAK_CLIENTS) $(SOAK_ARGS)
 
 lint: setup
 	$(BIN)/ruff check .

@@ -1,5 +1,6 @@
 """Settings for ledgerweb, read from the environment (see README.md, "Configuration")."""
 
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -58,6 +59,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "django_htmx",
+    "axes",
     "ledgerweb",
     "sessions.apps.ConversationsConfig",
     "pipeline.apps.PipelineConfig",
@@ -77,6 +79,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "ledgerweb.middleware.LedgerErrorMiddleware",
     "ledgerweb.middleware.ControlCharactersMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks: turns a lockout into a page
 ]
 
 ROOT_URLCONF = "ledgerweb.urls"
@@ -117,6 +120,18 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Password guessing: after LOGIN_FAILURE_LIMIT failed sign-ins for one username from one address,
+# that pair is refused for LOGIN_COOLOFF_MINUTES (django-axes, counted in Django's database so
+# every gunicorn worker sees the same count). Other users and other addresses are unaffected.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"

@@ -1,114 +1,120 @@
-"""A deliberately broken ledger, crawled page by page: every page answers (200, or a clear 404),
-says what is wrong, and never lets a payload through as markup."""
+"""Deliberately broken and huge ledgers, crawled page by page: every page answers (200, or a clear
+404), says what is wrong, never lets a payload through as markup, and answers in bounded time.
+
+Each response's server time is recorded; the worst is printed at the end of the module. With
+HOSTILE_CRAWL_DOC=1 the timings also replace the "Hostile ledger crawl" section of
+docs/benchmarks.md.
+"""
 
 import json
+import os
 import re
+import sqlite3
+import time
+import urllib.error
+import urllib.request
 
 import pytest
-from builders import LEDGER_DB, T0, parse_html
+from builders import LEDGER_DB, parse_html, use_ledger
+from hostile import (
+    BIG,
+    BIG_TURN,
+    BROKEN_PAGES,
+    DEEP,
+    DEEP_HEAD,
+    DEEP_TURNS,
+    HUGE_PAGES,
+    SLOW_HUGE_PAGES,
+    WIDE,
+    WIDE_TURNS,
+    build_broken_ledger,
+    build_huge_ledger,
+)
 
-pytestmark = LEDGER_DB
+# Generous on purpose: a hang fails the crawl, a slow machine does not. It is gunicorn's worker
+# timeout in `make serve`: a page slower than this never reaches a user at all.
+RESPONSE_BOUND_S = 30
+# A payload that got through as markup would appear as a real tag (an unescaped "<"); as text
+# its "<" is "&lt;" and its quotes may stay, which is harmless.
+LIVE_PAYLOAD = re.compile(
+    r"<script>alert|<img\s[^>]*\bonerror\s*=|<a\s[^>]*href=[\"']?javascript:", re.I
+)
 
-SCRIPT = "<script>alert('x')</script>"
-IMG = '<img src=x onerror="alert(1)">'
-JS_LINK = "[click](javascript:alert(1))"
-WEIRD = "\u202eevil\u202c \x07bell \U0001f600 " + SCRIPT
-BAD_JSON = "{'not': json,"
+DOCUMENTING = os.environ.get("HOSTILE_CRAWL_DOC") == "1"
+# (ledger, url, status, seconds, bytes) of every crawled response in this module.
+_timings: list[tuple[str, str, int, float, int]] = []
+
+
+def crawl(client, ledger_name: str, url: str):
+    start = time.perf_counter()
+    response = client.get(url)
+    elapsed = time.perf_counter() - start
+    _timings.append((ledger_name, url, response.status_code, elapsed, len(response.content)))
+    assert elapsed < RESPONSE_BOUND_S, f"{url} took {elapsed:.1f} s"
+    return response
+
+
+def assert_inert(response, url: str) -> str:
+    body = response.content.decode()
+    if response["Content-Type"].startswith("text/html"):
+        match = LIVE_PAYLOAD.search(body)
+        assert match is None, (url, body[max(0, match.start() - 200) : match.end() + 50])
+    return body
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report_the_worst_response(request):
+    yield
+    if not _timings:
+        return
+    worst = max(_timings, key=lambda t: t[3])
+    line = f"hostile crawl: {len(_timings)} responses, worst {worst[3]:.2f} s ({worst[1]})"
+    plugins = request.config.pluginmanager
+    reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
+    if reporter and capture:
+        with capture.global_and_fixture_disabled():  # shown even when the tests pass
+            reporter.write_line("\n" + line)
+    if DOCUMENTING:
+        write_benchmark_section(_timings)
+    _timings.clear()
+
+
+# -- The broken ledger -------------------------------------------------------------------------
 
 
 @pytest.fixture
-def hostile(ledger):
-    s = ledger.session(
-        id="S1",
-        label=WEIRD,
-        persona=IMG,
-        routing_key=f"{IMG}:{SCRIPT}",
-        status="exploded",
-        created_at=T0 // 1000,
-        updated_at=T0 // 1000,
-    )  # seconds
-    root = ledger.turn(s, id="T1", model=SCRIPT, status="mystery")
-    child = ledger.turn(s, root, id="T2", total_tokens="many", started_at="yesterday")
-    ledger.turn(s, id="C1", parent_turn_id="C2")  # a cycle
-    ledger.turn(s, id="C2", parent_turn_id="C1")
-    ledger.turn(s, id="ORPHAN", parent_turn_id="nowhere")
-    ledger.set_head(s, root, root)  # the head is not a leaf
-    for turn in (root, child):
-        ledger.message(turn, 1, content=f"{SCRIPT} {IMG} {JS_LINK} {WEIRD}", created_at=T0)
-        ledger.message(turn, 1, role=SCRIPT, content="x" * 1_000_000, created_at=T0)  # dup, 1 MB
-        ledger.tool_call(
-            turn,
-            1,
-            tool_name=SCRIPT,
-            parameters=BAD_JSON,
-            result=BAD_JSON,
-            error=IMG,
-            status=SCRIPT,
-        )
-    ledger.session(id="S2", current_turn_id="ghost", routing_key=f"subagent:S1:{SCRIPT}")
-    ledger.session(id="S3", routing_key="fork:missing:S3", current_turn_id="T2")
-    ledger.conn.execute(
-        "INSERT INTO compactions (turn_id, summary, summarized_turn_ids, kept_turn_ids,"
-        " created_at) VALUES ('T2', ?, ?, ?, 0)",
-        (SCRIPT, BAD_JSON, "[1, 2]"),
-    )
-    common = {"event_source": SCRIPT, "principal_id": IMG, "session_key": WEIRD,
-              "hooks_matched": BAD_JSON, "hooks_fired": '{"a": 1}', "permissions": BAD_JSON,
-              "hooks_context": BAD_JSON, "agent_tool_calls": "[1, {}]",
-              "delivery_message_ids": BAD_JSON,
-              "request_snapshot": json.dumps({SCRIPT: IMG})}  # fmt: skip
-    ledger.request(id="R1", status="failed", stage="warpDrive", error_stage=SCRIPT,
-                   error_message=None, error_stack=SCRIPT * 50, turn_id="missing-turn",
-                   stage_timings='{"runAgent": -5, "teleport": "slow", "finalize": 1e400}',
-                   **common)  # fmt: skip
-    ledger.request(id="R2", status="weird", stage="finalize", stage_timings="[1, 2, 3]",
-                   started_at=T0 // 1000, **common)  # fmt: skip
-    ledger.request(id="R3", status="failed", stage="runAgent", error_stage="runAgent",
-                   error_message=WEIRD, stage_timings=BAD_JSON, turn_id="T1", **common)  # fmt: skip
+def broken(ledger):
+    build_broken_ledger(ledger)
     return ledger
 
 
-WINDOW = f"since={T0 // 1000 - 10}&until={T0 + 86_400_000}"
-PAGES = [
-    "/", "/?format=json", "/sessions/", "/sessions/?format=json&status=all",
-    "/sessions/S1/", "/sessions/S1/?unfold=all", "/sessions/S1/?format=json",
-    "/sessions/S2/", "/sessions/S3/",
-    "/sessions/S1/turns/T1/", "/sessions/S1/turns/T2/", "/sessions/S1/turns/C1/",
-    "/sessions/S1/turns/T1/?format=json", "/sessions/S1/turns/T2/thread/",
-    "/sessions/S1/turns/C2/thread/", "/sessions/S1/turns/ORPHAN/thread/?format=json",
-    "/sessions/S1/turns/T2/export.json", "/sessions/S1/compare/?a=T2&b=C1",
-    "/pipeline/requests/", "/pipeline/requests/?format=json", "/pipeline/requests/R1/",
-    "/pipeline/requests/R2/", "/pipeline/requests/R3/", "/pipeline/requests/R1/?format=json",
-    f"/pipeline/?{WINDOW}",
-    *[f"/pipeline/charts/{c}/?{WINDOW}" for c in
-      ("throughput", "failures", "stage-timings", "hooks", "sources", "tokens", "delivery")],
-    "/health/",
-    "/admin/conversations/session/", "/admin/conversations/turn/",
-    "/admin/conversations/toolcall/", "/admin/pipeline/nexusrequest/",
-]  # fmt: skip
-# A payload that got through as markup would appear with its tag and attributes intact.
-LIVE_PAYLOAD = re.compile(r"<script>alert|<img src=x onerror|href=\"javascript:", re.I)
-
-
-@pytest.mark.parametrize("url", PAGES)
-def test_every_page_of_a_hostile_ledger_answers_and_stays_inert(admin_client, hostile, url):
-    response = admin_client.get(url)
+@LEDGER_DB
+@pytest.mark.parametrize("url", BROKEN_PAGES)
+def test_every_page_of_a_broken_ledger_answers_and_stays_inert(admin_client, broken, url):
+    response = crawl(admin_client, "broken", url)
     assert response.status_code == 200, (url, response.status_code)
-    body = response.content.decode()
-    if response["Content-Type"].startswith("text/html"):
-        assert not LIVE_PAYLOAD.search(body), url
-        if "/charts/" not in url:
-            parse_html(body)
+    body = assert_inert(response, url)
+    if response["Content-Type"].startswith("text/html") and "/charts/" not in url:
+        parse_html(body)
 
 
-def test_the_broken_session_says_what_is_wrong(admin_client, hostile):
+@LEDGER_DB
+def test_the_broken_session_says_what_is_wrong(admin_client, broken):
     page = admin_client.get("/sessions/S1/").content.decode()
     for problem in ("loops back on itself", "does not exist", "the session head is not a leaf",
                     "unknown turn status", "(seconds?)"):  # fmt: skip
         assert problem in page, problem
 
 
-def test_the_broken_request_says_what_is_wrong(admin_client, hostile):
+@LEDGER_DB
+def test_a_turn_written_in_seconds_is_flagged_where_its_time_is_shown(admin_client, broken):
+    page = admin_client.get("/sessions/S1/turns/T3/").content.decode()
+    assert "(seconds?)" in page
+    assert "1970" not in page  # not read as milliseconds after the epoch
+
+
+@LEDGER_DB
+def test_the_broken_request_says_what_is_wrong(admin_client, broken):
     page = admin_client.get("/pipeline/requests/R1/").content.decode().replace("&#x27;", "'")
     for problem in (
         "unknown stage 'warpDrive'", "runAgent: -5 ms cannot be a duration",
@@ -118,8 +124,160 @@ def test_the_broken_request_says_what_is_wrong(admin_client, hostile):
         assert problem in page, problem
 
 
-def test_control_characters_are_shown_as_symbols(admin_client, hostile):
+@LEDGER_DB
+def test_payloads_in_hook_names_and_snapshot_keys_are_shown_as_text(admin_client, broken):
+    page = admin_client.get("/pipeline/requests/R4/").content.decode()
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page  # a hook name
+    assert "&lt;img&gt;" in page  # a snapshot key
+    assert "javascript:alert(1)" in page and 'href="javascript:' not in page
+
+
+@LEDGER_DB
+def test_control_characters_are_shown_as_symbols(admin_client, broken):
     page = admin_client.get("/sessions/").content.decode()
     assert "\x07" not in page and "␇bell" in page
     data = admin_client.get("/sessions/?format=json&status=all").json()
     assert any("\x07" in (s["label"] or "") for s in data["sessions"])  # JSON keeps the data
+
+
+# -- The huge ledger ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def huge_ledger_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("huge") / "huge.sqlite3"
+    build_huge_ledger(path)
+    return path
+
+
+@pytest.fixture
+def huge(huge_ledger_file, settings):
+    # Built once for the module; each test points the ledger aliases at it (hence
+    # transaction=True below: no test transaction is open on the alias being moved).
+    use_ledger(huge_ledger_file)
+    # Measure each page's whole cost: with the default limit (2 s a query) a slow query on a
+    # busy machine would answer "That took too long" instead, a behaviour tested elsewhere.
+    settings.LEDGER_QUERY_TIMEOUT_MS = RESPONSE_BOUND_S * 1000
+    return huge_ledger_file
+
+
+class Fetched:
+    def __init__(self, status: int, content_type: str, content: bytes):
+        self.status_code, self.content = status, content
+        self.headers = {"Content-Type": content_type}
+
+    def __getitem__(self, header: str) -> str:
+        return self.headers[header]
+
+    def json(self):
+        return json.loads(self.content)
+
+
+@pytest.fixture
+def fetch(live_server, admin_client):
+    """GET a page over HTTP from the live server, signed in as an admin, and time it.
+
+    Real HTTP rather than the test client: the client copies the template context at every
+    {% include %}, which makes a 20,000-step page several times slower than a user sees it."""
+    cookie = f"sessionid={admin_client.cookies['sessionid'].value}"
+
+    def fetch(url: str) -> Fetched:
+        start = time.perf_counter()
+        request = urllib.request.Request(live_server.url + url, headers={"Cookie": cookie})
+        try:
+            with urllib.request.urlopen(request, timeout=RESPONSE_BOUND_S * 2) as response:
+                fetched = Fetched(response.status, response.headers["Content-Type"],
+                                  response.read())  # fmt: skip
+        except urllib.error.HTTPError as error:
+            fetched = Fetched(error.code, error.headers["Content-Type"], error.read())
+        elapsed = time.perf_counter() - start
+        _timings.append(("huge", url, fetched.status_code, elapsed, len(fetched.content)))
+        assert elapsed < RESPONSE_BOUND_S, f"{url} took {elapsed:.1f} s"
+        return fetched
+
+    return fetch
+
+
+HUGE = pytest.mark.django_db(transaction=True, databases="__all__")
+
+
+@HUGE
+@pytest.mark.parametrize("url", HUGE_PAGES + (SLOW_HUGE_PAGES if DOCUMENTING else []))
+def test_every_page_of_a_huge_ledger_answers_in_bounded_time(fetch, huge, url):
+    response = fetch(url)
+    assert response.status_code == 200, (url, response.status_code)
+    assert_inert(response, url)
+
+
+@HUGE
+def test_the_deep_thread_is_whole(fetch, huge):
+    thread = fetch(f"/sessions/{DEEP}/turns/{DEEP_HEAD}/thread/?format=json").json()
+    assert len(thread["steps"]) == DEEP_TURNS
+    assert thread["problems"] == []
+
+
+@HUGE
+def test_the_wide_session_draws_every_turn(fetch, huge):
+    wide = fetch(f"/sessions/{WIDE}/?format=json").json()
+    assert len(wide["turns"]) == WIDE_TURNS
+    assert wide["problems"] == []
+
+
+@HUGE
+def test_a_ten_megabyte_message_is_shown_in_part_and_loaded_whole_on_demand(fetch, huge):
+    with sqlite3.connect(huge) as conn:
+        (length,) = conn.execute("SELECT length(content) FROM messages WHERE id = 'MB1'").fetchone()
+    panel = fetch(f"/sessions/{BIG}/turns/{BIG_TURN}/").content.decode()
+    assert len(panel) < 1_000_000  # the page carries neither the message nor the tool result
+    assert f"of {length:,} characters" in panel  # and says how much there is
+    whole = fetch(f"/sessions/{BIG}/turns/{BIG_TURN}/payload/message/MB1/").content
+    assert len(whole) > length > 10_000_000
+
+
+# -- docs/benchmarks.md ------------------------------------------------------------------------
+
+
+def write_benchmark_section(timings) -> None:
+    import platform
+    import subprocess
+
+    import django
+
+    from bench.docfile import replace_section
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()  # fmt: skip
+    rows = sorted(timings, key=lambda t: -t[3])
+    lines = [
+        "# Benchmarks: the hostile ledger crawl",
+        "",
+        "```sh",
+        "HOSTILE_CRAWL_DOC=1 .venv/bin/pytest tests/test_hostile_ledger.py -q",
+        "```",
+        "",
+        f"- Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; code: commit {commit}",
+        f"- Python {platform.python_version()}, Django {django.get_version()}, "
+        f"SQLite {sqlite3.sqlite_version}; {os.cpu_count()} cores; load average at the end "
+        + " / ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "- One request per page, signed in as a superuser, as part of the test run: a smoke "
+        "measurement, not a benchmark. Broken ledger: in-process (`django.test.Client`); huge "
+        "ledger: over HTTP from pytest-django's live server (the test client's template "
+        "instrumentation would triple the big pages' times), with the query time limit raised "
+        f"to {RESPONSE_BOUND_S} s so that each page's whole cost shows (with the default 2 s a "
+        'query that runs longer answers "That took too long"). The test fails any response '
+        f"slower than {RESPONSE_BOUND_S} s.",
+        "- Ledgers (`tests/hostile.py`): *broken* (invalid JSON, cycles, orphans, payloads in "
+        "every text column, seconds for milliseconds) and *huge* (a 20,000-deep linear thread "
+        "`DEEP`, a 50,000-turn session `WIDE` with 1,000 side branches, a 10 MB message and "
+        "a 10 MB tool result in `BIG`; two messages per turn).",
+        "",
+        f"Worst: **{rows[0][3]:.2f} s** for `{rows[0][1]}` ({rows[0][0]} ledger). "
+        "Every response over 0.5 s:",
+        "",
+        "| ledger | page | status | seconds | MB |",
+        "|---|---|--:|--:|--:|",
+    ]
+    lines += [f"| {led} | `{url}` | {status} | {secs:.2f} | {size / 1e6:.1f} |"
+              for led, url, status, secs, size in rows if secs >= 0.5]  # fmt: skip
+    lines += ["", f"All other {sum(1 for r in rows if r[3] < 0.5)} responses took under 0.5 s."]
+    replace_section("# Benchmarks: the hostile ledger crawl", "\n".join(lines))

@@ -70,3 +70,24 @@ def test_pages_stay_correct_while_the_ledger_is_written(viewer_client, ledger):
         head = view["session"]["current_turn_id"]
         assert head in turns and turns[head]["is_leaf"]
         assert view["problems"] == []
+
+
+# -- The soak, short form (`make soak` runs it for minutes) ---------------------------------------
+
+
+@pytest.mark.django_db(databases=[])  # everything runs in gunicorn and in a writer process
+def test_a_writer_and_browsers_through_gunicorn_never_see_a_5xx_or_a_lock():
+    from bench import soak
+
+    # 5 s of the writer alone, then 5 s with three signed-in clients walking every page.
+    result = soak.run(5, clients=3, journal="wal", settings="ledgerweb.settings_test")
+    print(soak.summary(result))
+    assert result.alone and result.with_readers  # the writer committed in both phases
+    assert result.writer_errors == []
+    assert result.fivexx == 0, result.tally.failures[:5]
+    assert result.locked == 0
+    assert result.server_log_errors == []
+    every_page = {pattern for pattern, _, _ in soak.pages({"session": "s", "turn": "t",
+                                                          "request": "r"})}  # fmt: skip
+    assert every_page | {"sessions json", "requests json"} == result.tally.pages
+    assert result.health_says == ""  # in WAL mode there is nothing to warn about

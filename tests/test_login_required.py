@@ -1,10 +1,14 @@
-"""Every URL of the site needs a signed-in user, except the login page and /healthz."""
+"""Every URL of the site needs a signed-in user, except the login page and /healthz; signing in
+resists password guessing."""
 
 import re
+from datetime import timedelta
 
 import pytest
 from builders import LEDGER_DB
+from django.conf import settings
 from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
 
 PUBLIC = {"/accounts/login/", "/healthz", "/admin/login/", "/favicon.ico"}
 
@@ -84,3 +88,61 @@ def test_log_out_is_a_post_and_ends_the_session(viewer_client):
     response = viewer_client.post("/accounts/logout/")
     assert response.status_code == 302
     assert viewer_client.get("/").status_code == 302
+
+
+# -- Password guessing ---------------------------------------------------------------------------
+
+
+def sign_in(client, username="vera", password="pw", address="198.51.100.7"):
+    return client.post(
+        "/accounts/login/", {"username": username, "password": password}, REMOTE_ADDR=address
+    )
+
+
+def guess_until_paused(client, username="vera", address="198.51.100.7"):
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        sign_in(client, username, "guess", address)
+
+
+@LEDGER_DB
+def test_after_repeated_failures_even_the_right_password_is_refused(client, viewer):
+    for attempt in range(1, settings.AXES_FAILURE_LIMIT):
+        response = sign_in(client, password=f"guess{attempt}")
+        assert b"Please enter a correct username and password" in response.content
+    guess_until_paused(client)
+
+    response = sign_in(client)  # the right password
+    assert response.status_code == 429
+    page = response.content.decode()
+    assert "Too many failed sign-ins for <strong>vera</strong>" in page
+    assert f"paused for {settings.AXES_COOLOFF_TIME.seconds // 60} minutes" in page
+    assert client.get("/").status_code == 302  # still signed out
+
+
+@LEDGER_DB
+def test_the_pause_ends_after_the_cool_off(client, viewer):
+    from axes.models import AccessAttempt
+
+    guess_until_paused(client)
+    assert sign_in(client).status_code == 429
+    AccessAttempt.objects.update(  # as if the cool-off had passed since the last guess
+        attempt_time=timezone.now() - settings.AXES_COOLOFF_TIME - timedelta(seconds=1)
+    )
+    assert sign_in(client).status_code == 302
+    assert client.get("/").status_code == 200
+
+
+@LEDGER_DB
+def test_a_pause_holds_only_that_user_from_that_address(client, viewer, operator):
+    guess_until_paused(client, "vera", "198.51.100.7")
+    assert sign_in(client, "otto", address="198.51.100.7").status_code == 302  # another user
+    client.post("/accounts/logout/")
+    assert sign_in(client, "vera", address="203.0.113.9").status_code == 302  # another address
+
+
+@LEDGER_DB
+def test_the_admin_login_is_paused_too(client, admin_user):
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        client.post("/admin/login/", {"username": "ada", "password": "guess"})
+    response = client.post("/admin/login/", {"username": "ada", "password": "pw"})
+    assert response.status_code == 429
