@@ -20,7 +20,7 @@ PYTHON ?= $(shell for p in python3.14 python3.13 python3.12 python3 \
 export LEDGER_DB ?= $(CURDIR)/$(DEMO_LEDGER)
 export DJANGO_DB ?= $(CURDIR)/var/django.sqlite3
 
-.PHONY: help setup demo serve test lint browser migrate soak
+.PHONY: help setup demo serve test lint browser migrate soak bench
 
 help:
 	@echo "make demo   set up, build the demo ledger, serve it on http://$(HOST):$(PORT)"
@@ -28,6 +28,7 @@ help:
 	@echo "make test   set up and run every test"
 	@echo "make lint   ruff"
 	@echo "make soak   a live writer and browsing clients through gunicorn (a few minutes)"
+	@echo "make bench  every page on a 1M-row ledger against the raw SQL and Datasette (< 30 min)"
 
 setup: $(VENV)/.installed
 
@@ -78,6 +79,16 @@ SOAK_SECONDS ?= 60
 SOAK_CLIENTS ?= 4
 soak: setup
 	$(PY) -m bench.soak --seconds $(SOAK_SECONDS) --clients $(SOAK_CLIENTS) $(SOAK_ARGS)
+
+# Issue 7's benchmark: builds var/bench/scale.sqlite3 once (~5 GB, about 10 minutes; reused
+# while its row counts suffice), times every page against the raw SQL and Datasette, and writes
+# its section of docs/benchmarks.md. BENCH_ARGS passes options (e.g. --runs 30).
+bench: $(VENV)/.installed-bench
+	$(PY) -m bench.scale_bench --write-doc $(BENCH_ARGS)
+
+$(VENV)/.installed-bench: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	touch $@
 
 lint: setup
 	$(BIN)/ruff check .

@@ -44,8 +44,12 @@ class LedgerExists(Exception):
 
 def build_demo_ledger(path: Path | str, *, seed: int = 1, scale: float = 1.0,
                       now_ms: int | None = None, replace: bool = False,
-                      progress: bool = False) -> dict[str, int]:  # fmt: skip
-    """Write a demo ledger to path and return the row count of each table."""
+                      progress: bool = False,
+                      extra_requests_scale: float | None = None) -> dict[str, int]:  # fmt: skip
+    """Write a demo ledger to path and return the row count of each table.
+
+    extra_requests_scale, when given, scales the requests that run no agent instead of `scale`
+    (a benchmark ledger with many sessions then keeps about one request per turn)."""
     path = Path(path)
     if path.exists() and not replace:
         raise LedgerExists(f"{path} exists (use --replace to overwrite it)")
@@ -53,7 +57,8 @@ def build_demo_ledger(path: Path | str, *, seed: int = 1, scale: float = 1.0,
     tmp = path.with_name(path.name + ".tmp")
     _remove(tmp)
     try:
-        counts = _build(tmp, seed, scale, now, progress)
+        extra_scale = scale if extra_requests_scale is None else extra_requests_scale
+        counts = _build(tmp, seed, scale, extra_scale, now, progress)
         # A WAL left by the file we replace would be replayed into the new one: drop it first.
         _remove(Path(f"{path}-wal"), Path(f"{path}-shm"))
         os.replace(tmp, path)
@@ -68,7 +73,8 @@ def _remove(*paths: Path) -> None:
         p.unlink(missing_ok=True)
 
 
-def _build(tmp: Path, seed: int, scale: float, now: int, progress: bool) -> dict[str, int]:
+def _build(tmp: Path, seed: int, scale: float, extra_scale: float, now: int,
+           progress: bool) -> dict[str, int]:  # fmt: skip
     create_ledger(tmp, with_indexes=False)
     conn = sqlite3.connect(tmp)
     try:
@@ -77,7 +83,7 @@ def _build(tmp: Path, seed: int, scale: float, now: int, progress: bool) -> dict
         conn.execute("PRAGMA synchronous = OFF")
         conn.execute("PRAGMA cache_size = -200000")
         sink = RowSink(conn)
-        _generate(DemoContext.create(seed, now, sink), scale, progress)
+        _generate(DemoContext.create(seed, now, sink), scale, extra_scale, progress)
         sink.flush()
         conn.commit()
         create_indexes(conn)
@@ -88,9 +94,9 @@ def _build(tmp: Path, seed: int, scale: float, now: int, progress: bool) -> dict
         conn.close()
 
 
-def _generate(ctx: DemoContext, scale: float, progress: bool) -> None:
+def _generate(ctx: DemoContext, scale: float, extra_scale: float, progress: bool) -> None:
     specs = plan_sessions(ctx, scale)
-    extra = round(EXTRA_REQUESTS * scale)
+    extra = round(EXTRA_REQUESTS * extra_scale)
     total = sum(spec.n_turns for spec in specs) + extra
     floor = ctx.now - HISTORY + MINUTE
     with tqdm(total=total, unit="row", file=sys.stderr, disable=not progress,

@@ -1,4 +1,5 @@
-"""python manage.py ledger_demo PATH [--seed N] [--scale X] [--now MS] [--replace]"""
+"""python manage.py ledger_demo PATH [--seed N] [--scale X] [--extra-requests-scale Y] [--now MS]
+[--replace]"""
 
 import time
 from pathlib import Path
@@ -20,18 +21,30 @@ class Command(BaseCommand):
             default=1.0,
             help="multiply every count (0.1 for tests, 500 for benchmarks)",
         )
+        parser.add_argument(
+            "--extra-requests-scale",
+            type=float,
+            default=None,
+            metavar="Y",
+            help="scale of the requests that run no agent (hooks, denials, early failures,"
+            " timers, webhooks) instead of --scale: lower it to keep a ledger with many sessions"
+            " near one request per turn",
+        )
         parser.add_argument("--now", type=int, default=None, metavar="MS",
                             help="anchor time in Unix ms (default: now)")  # fmt: skip
         parser.add_argument("--replace", action="store_true", help="overwrite an existing PATH")
 
     def handle(self, *args, path: Path, seed: int, scale: float, now: int | None,
-               replace: bool, **options):  # fmt: skip
+               replace: bool, extra_requests_scale: float | None, **options):  # fmt: skip
         if scale <= 0:
             raise CommandError("--scale must be positive")
+        if extra_requests_scale is not None and extra_requests_scale < 0:
+            raise CommandError("--extra-requests-scale must not be negative")
         started = time.monotonic()
         try:
             counts = build_demo_ledger(path, seed=seed, scale=scale, now_ms=now, replace=replace,
-                                       progress=options["verbosity"] > 0)  # fmt: skip
+                                       progress=options["verbosity"] > 0,
+                                       extra_requests_scale=extra_requests_scale)  # fmt: skip
         except LedgerExists as error:
             raise CommandError(str(error)) from error
         summary = ", ".join(f"{table} {count:,}" for table, count in counts.items())
