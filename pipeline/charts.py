@@ -228,13 +228,21 @@ def _axis_times(starts: list[int]) -> list[str]:
     return [timezone.localtime(ms_to_datetime(ms)).strftime("%Y-%m-%d %H:%M:%S") for ms in starts]
 
 
-def throughput(f: DashboardFilters) -> ChartResult:
-    size = f.bucket_ms
+def _series(f: DashboardFilters, kind: str, pick: Callable) -> tuple[list[int], dict]:
+    """Bucket starts, and per key (pick(row) → key, amount) the amounts of each bucket."""
     starts = _buckets(f)
     index = {start: i for i, start in enumerate(starts)}
-    counts: dict[str, list[int]] = {}
-    for bucket, _, _, status, n, _, _ in f.facts("source", size):
-        counts.setdefault(status, [0] * len(starts))[index[bucket]] += n
+    series: dict[str, list[int]] = {}
+    for row in f.facts(kind, f.bucket_ms):
+        key, amount = pick(row)
+        series.setdefault(key, [0] * len(starts))[index[row[0]]] += amount
+    return starts, series
+
+
+def throughput(f: DashboardFilters) -> ChartResult:
+    size = f.bucket_ms
+    # Rows (bucket, source, key, sub, n, total, last): "source" facts have the status as sub.
+    starts, counts = _series(f, "source", lambda row: (row[3], row[4]))
     statuses = [s for s in STATUSES if s in counts] + sorted(set(counts) - set(STATUSES))
     totals = [sum(counts[s][i] for s in statuses) for i in range(len(starts))]
     failed = counts.get("failed", [0] * len(starts))
@@ -439,11 +447,7 @@ def sources(f: DashboardFilters) -> ChartResult:
 
 def tokens(f: DashboardFilters) -> ChartResult:
     size = f.bucket_ms
-    starts = _buckets(f)
-    index = {start: i for i, start in enumerate(starts)}
-    by_model: dict[str, list[int]] = {}
-    for bucket, _, model, _, _, total, _ in f.facts("tokens", size):
-        by_model.setdefault(model, [0] * len(starts))[index[bucket]] += total
+    starts, by_model = _series(f, "tokens", lambda row: (row[2], row[5]))  # model, token sum
     models = sorted(by_model, key=lambda m: -sum(by_model[m]))
     figure = {
         "data": [
