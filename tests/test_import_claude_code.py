@@ -13,11 +13,11 @@ import pytest
 from builders import LEDGER_DB
 from importing import IMPORT_FIXTURES, GrowingCopy, all_rows, json_objects, one, query, run_import
 
-SAMPLES = Path("/work/shared/samples/claude-code")
+SAMPLES = IMPORT_FIXTURES / "samples/claude-code"  # ../shared/samples, copied unedited
 FIXTURES = IMPORT_FIXTURES / "claude-code"
 SAMPLE_FILES = sorted(SAMPLES.glob("*.jsonl"))
+assert SAMPLE_FILES, f"the real Claude Code samples are missing from {SAMPLES}"
 FIXTURE_FILES = sorted(FIXTURES.glob("*.jsonl"))
-needs_samples = pytest.mark.skipif(not SAMPLE_FILES, reason="no shared samples on this machine")
 
 
 # ----- an independent reading of a transcript --------------------------------------------------
@@ -91,7 +91,6 @@ def session_of(path: Path) -> str:
 # ----- counts against the input ----------------------------------------------------------------
 
 
-@needs_samples
 @pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.name[:8])
 def test_a_real_sample_matches_a_plain_reading_of_it(tmp_path, path):
     dest = tmp_path / "l.sqlite3"
@@ -220,7 +219,6 @@ def test_importing_again_adds_nothing(tmp_path):
     assert all_rows(dest) == before
 
 
-@needs_samples
 def test_a_grown_transcript_adds_only_its_new_part(tmp_path):
     """Import half a real session (cut after a tool call, before its result), let it grow to the
     whole file, import again: the ledger then holds exactly what a fresh import of the whole file

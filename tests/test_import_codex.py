@@ -11,12 +11,11 @@ import pytest
 from builders import LEDGER_DB
 from importing import IMPORT_FIXTURES, GrowingCopy, all_rows, json_objects, one, query, run_import
 
-SAMPLES = Path("/work/shared/samples/codex")
+SAMPLES = IMPORT_FIXTURES / "samples/codex"  # ../shared/samples, copied unedited
 FIXTURES = IMPORT_FIXTURES / "codex"
 ROLLOUT = next(FIXTURES.glob("rollout-*.jsonl"))
 SESSION = "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
 CONTEXT = ("<environment_context>", "<user_instructions>")
-needs_samples = pytest.mark.skipif(not SAMPLES.is_dir(), reason="no shared samples")
 
 
 def items(path: Path, kind: str) -> list[dict]:
@@ -86,7 +85,6 @@ def test_the_fixture_matches_a_plain_reading_of_it(imported_rollout):
     assert one(imported_rollout, "SELECT count(*) FROM turns WHERE parent_turn_id IS NULL") == 1
 
 
-@needs_samples
 def test_the_real_sample_matches_a_plain_reading_of_it(tmp_path):
     sample = SAMPLES / "small.jsonl"
     dest = tmp_path / "l.sqlite3"
@@ -105,7 +103,6 @@ def test_the_real_sample_matches_a_plain_reading_of_it(tmp_path):
     assert f"codex:world_state: {world_states}" in out  # unknown: counted, skipped
 
 
-@needs_samples
 def test_schema_drift_is_counted_and_skipped_not_fatal(tmp_path):
     sample = SAMPLES / "schema_drift.jsonl"
     dest = tmp_path / "l.sqlite3"
