@@ -518,7 +518,6 @@ def doc(todo, extra: dict, before: dict) -> str:
     header = run_header(HEADING, COMMAND, before)
     loads = extra["loads"]
     counts = ", ".join(f"{n:,} {t}" for t, n in extra["counts"].items())
-    load = extra["load_test"]
     rss = ", ".join(f"{mb:.0f} MB" for mb in extra["rss"])
     built = f"built in {extra['build_s']:.0f} s" if extra["build_s"] else "reused (rows checked)"
     rollups = (
@@ -567,10 +566,7 @@ How it is measured:
 
 ## Load and memory
 
-- Request page (`/pipeline/requests/<failed id>/`) under load: locust, {load["users"]} users
-  looping without pause for {load["seconds"]} s against the {WORKERS} gunicorn workers, locust
-  on the same 2 cores: **{load["rps"]:.1f} requests/s**, {load["requests"]:,} requests,
-  {load["failures"]} failures, median {load["median"]:.0f} ms, p95 {load["p95"]:.0f} ms.
+{load_line(extra["load_test"])}
 - Peak RSS (VmHWM) of each gunicorn worker after every measurement above and the load test:
   {rss} (target < {RSS_TARGET_MB} MB: **{verdict_rss}**). Datasette's process:
   {extra["ds_rss"]:.0f} MB.
@@ -579,6 +575,16 @@ How it is measured:
 
 {profile_lines(todo)}
 """
+
+
+def load_line(load: dict | None) -> str:
+    if load is None:
+        return "- Request page under load: not measured in this run (`--load-seconds 0`)."
+    return f"""- Request page (`/pipeline/requests/<failed id>/`) under load: locust,
+  {load["users"]} users looping without pause for {load["seconds"]} s against the {WORKERS}
+  gunicorn workers, locust on the same 2 cores: **{load["rps"]:.1f} requests/s**,
+  {load["requests"]:,} requests, {load["failures"]} failures, median {load["median"]:.0f} ms,
+  p95 {load["p95"]:.0f} ms."""
 
 
 # -- Main ----------------------------------------------------------------------------------------
@@ -591,7 +597,7 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=15, help="seconds of rounds per page")
     parser.add_argument("--slow", type=float, default=SLOW_MS / 1000,
                         help="seconds: a method slower in warm-up is timed once")  # fmt: skip
-    parser.add_argument("--load-seconds", type=int, default=20)
+    parser.add_argument("--load-seconds", type=int, default=20, help="0: no load test")
     parser.add_argument("--load-users", type=int, default=4)
     parser.add_argument("--only", help="measure only pages whose name contains this")
     parser.add_argument(
@@ -644,7 +650,11 @@ def main() -> None:
             loads.append(os.getloadavg()[0])
         request = next(p for p in every_page if p.name.startswith("request page"))
         say(started, "measured every page")
-        load_result = load_test(ours, request.url, args.load_seconds, args.load_users)
+        load_result = (
+            load_test(ours, request.url, args.load_seconds, args.load_users)
+            if args.load_seconds > 0  # locust's --run-time 0s would run until killed
+            else None
+        )
         rss = [peak_rss_mb(pid) for pid in ours.workers()]
         ds_rss = peak_rss_mb(theirs.process.pid)
     print(table(todo))

@@ -20,6 +20,8 @@ LEDGER_APPS = {"conversations", "pipeline"}
 
 # Seconds a connection waits for a lock held by the live writer before giving up.
 BUSY_TIMEOUT_S = 5
+# Seconds a worker keeps a database connection open between requests.
+CONN_MAX_AGE_S = 60
 
 
 def ledger_databases(path: Path) -> dict[str, dict]:
@@ -33,6 +35,11 @@ def ledger_databases(path: Path) -> dict[str, dict]:
             # One read transaction per request: every query of a page sees the same snapshot,
             # however fast the runtime writes (in WAL mode readers never block the writer).
             "ATOMIC_REQUESTS": True,
+            # Kept open between requests of a worker (opening one costs a few ms a page, and
+            # rollups.plan reuses its work while the connection's data_version is unchanged); at
+            # most a minute, so a ledger file replaced on disk is picked up soon.
+            "CONN_MAX_AGE": CONN_MAX_AGE_S,
+            "CONN_HEALTH_CHECKS": True,
             "TEST": {"MIGRATE": False},
         },
         LEDGER_WRITE: {

@@ -6,7 +6,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
-from ledgerweb.db import ledger_databases
+from ledgerweb.db import CONN_MAX_AGE_S, ledger_databases
 from ledgerweb.env import env_bool, env_int, env_json_object, env_list, env_path, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -108,6 +108,8 @@ DATABASES = {
         "NAME": DJANGO_DB,
         # gunicorn workers write sessions concurrently: wait for a lock rather than fail.
         "OPTIONS": {"timeout": 5, "init_command": "PRAGMA journal_mode = WAL"},
+        "CONN_MAX_AGE": CONN_MAX_AGE_S,
+        "CONN_HEALTH_CHECKS": True,
     },
     **ledger_databases(LEDGER_DB),
 }

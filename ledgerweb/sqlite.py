@@ -108,6 +108,14 @@ def rows(sql: str, params=()) -> list[tuple]:
         return cursor.fetchall()
 
 
+def ledger_version() -> tuple[object, int]:
+    """A value that moves whenever the ledger may have changed: the read connection with its
+    PRAGMA data_version, which changes each time another connection (the runtime, our operator
+    actions, an import) commits. Comparable only on the same open connection, hence the pair."""
+    ((version,),) = rows("PRAGMA data_version")
+    return connections[LEDGER].connection, version
+
+
 # -- Introspection and bounded counts ------------------------------------------------------------
 
 

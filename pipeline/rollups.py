@@ -2,23 +2,25 @@
 days sums a few thousand stored rows instead of re-reading a million ledger rows.
 
 Exact by construction: each kind of fact is ONE SQL query (FACTS below). A chart's window is
-split into settled hours whose stored facts are still valid, and live ranges (the window's
-partial first and last hours, the current hour, hours holding 'processing' requests, hours not
-built yet) over which the same query runs on the ledger. Stored and live facts therefore cannot
+split into settled hours whose stored facts are still valid, and live ranges (the current hour,
+hours not built yet, and the window's cut first and last hours when they hold rows outside the
+window) over which the same query runs on the ledger. Stored and live facts therefore cannot
 disagree, and a chart equals the query run over the whole window.
 
-Invalidation: an hour is stored with the ledger's row count for it. Every chart compares that
-count with the ledger's (an index-only range count per hour) and reads live, or rebuilds, an hour
-whose count moved (retention took rows out, an import or a late writer added some). Rows change
-in place only while 'processing' (each stage updates its row), so an hour holding such a row is
-never stored. See docs/decisions.md.
+Rows change in place only while 'processing' (each stage updates its row), so an hour's stored
+facts cover its other rows, and its 'processing' rows are always read live.
+
+Invalidation: an hour is stored with the ledger's count of its settled (not 'processing') rows.
+Every chart compares that count with the ledger's (index-only range counts per hour) and reads
+live, or rebuilds, an hour whose count moved (a request finished, retention took rows out, an
+import or a late writer added some). See docs/decisions.md.
 """
 
 import json
 import time
 from collections import Counter, defaultdict
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from django.db import connections, transaction
@@ -35,6 +37,10 @@ HOUR = 3_600_000
 SETTLE_MS = 5 * 60_000
 # How long one chart request may spend building missing hours before reading the rest live.
 BUILD_BUDGET_S = 1.0
+# Complete plans a worker keeps while the ledger is unchanged (sqlite.ledger_version): the seven
+# charts of a dashboard share one window, whose census costs ~120 ms for 30 days of 1M requests.
+PLANS_KEPT = 64
+_plans: dict[tuple, tuple[object, int, "Plan"]] = {}
 # A stage timing above this (a year) is junk, not a duration: 1e400 in the JSON reads as inf.
 MAX_STAGE_MS = 365 * 86_400_000
 
@@ -111,10 +117,20 @@ TRANSFORMS = {"hooks": _hook_facts}
 
 @dataclass
 class Plan:
-    """Where a window's facts come from: stored hours and live [start, end) ranges."""
+    """Where a window's facts come from: stored hours (their settled rows), live [start, end)
+    ranges (every row), and `processing` [start, end) ranges whose 'processing' rows are read
+    live (the stored hours that hold some)."""
 
     stored: list[int]
     live: list[tuple[int, int]]
+    processing: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def reads_live(self) -> bool:
+        return bool(self.live or self.processing)
+
+    def live_part(self) -> "Plan":
+        return Plan([], self.live, self.processing)
 
 
 @dataclass
@@ -150,12 +166,20 @@ def plan(since_ms: int, until_ms: int, budget_s: float | None = None) -> Plan:
 
     Work grows with the hours that hold rows, not with the window: a window from 1970 costs
     what the ledger's own hours cost."""
-    first = -(-since_ms // HOUR) * HOUR
-    settled_end = max(first, min(until_ms, now_ms() - SETTLE_MS) // HOUR * HOUR)
+    if since_ms >= until_ms:
+        return Plan([], [])
+    first, last = since_ms // HOUR * HOUR, -(-until_ms // HOUR) * HOUR
+    settled_end = min(last, (now_ms() - SETTLE_MS) // HOUR * HOUR)
     if first >= settled_end:
-        return Plan([], [(since_ms, until_ms)] if since_ms < until_ms else [])
+        return Plan([], [(since_ms, until_ms)])
+    memo = (ledger_key(), since_ms, until_ms, settled_end)
+    connection, version = sqlite.ledger_version()
+    known = _plans.get(memo)
+    if known and known[0] is connection and known[1] == version:
+        return known[2]
     counts = census(first, settled_end)
-    busy = hours_with_processing(first, settled_end)
+    busy = processing_counts(first, settled_end)
+    cut = _cut_hours(since_ms, until_ms, first, settled_end)
     key = ledger_key()
     stored = dict(
         RollupHour.objects.filter(ledger=key, hour__gte=first, hour__lt=settled_end).values_list(
@@ -163,18 +187,48 @@ def plan(since_ms: int, until_ms: int, budget_s: float | None = None) -> Plan:
         )
     )
     deadline = time.monotonic() + (BUILD_BUDGET_S if budget_s is None else budget_s)
-    usable, uncovered = [], []
+    usable, live, processing, unbuilt = [], [(settled_end, until_ms)], [], False
     for hour in sorted(counts.keys() | stored.keys(), reverse=True):
-        rows = counts.get(hour, 0)
-        # An empty hour needs nothing stored; any other must match the ledger's count.
-        valid = hour not in busy and stored.get(hour, 0) == rows
-        if valid or (hour not in busy and time.monotonic() < deadline and build_hour(hour, rows)):
-            if rows:
+        settled = counts.get(hour, 0) - busy.get(hour, 0)
+        # An hour with no settled row needs nothing stored; any other must match the ledger.
+        if hour not in cut and (
+            stored.get(hour, 0) == settled
+            or (time.monotonic() < deadline and build_hour(hour, settled))
+        ):
+            if settled:
                 usable.append(hour)
+            if busy.get(hour):
+                processing.append((hour, hour + HOUR))
         else:
-            uncovered.append(hour)
-    live = [(since_ms, first), *((h, h + HOUR) for h in sorted(uncovered)), (settled_end, until_ms)]
-    return Plan(sorted(usable), _merged(live))
+            live.append((hour, hour + HOUR))
+            unbuilt = unbuilt or hour not in cut
+    the_plan = Plan(sorted(usable), _clipped(live, since_ms, until_ms), _merged(processing))
+    if not unbuilt:  # a plan with hours left to build is made again: the next chart builds more
+        if len(_plans) >= PLANS_KEPT:
+            del _plans[next(iter(_plans))]
+        _plans[memo] = (connection, version, the_plan)
+    return the_plan
+
+
+def _cut_hours(since_ms: int, until_ms: int, first: int, end: int) -> set[int]:
+    """The window's first and last settled hours (those before `end`) that hold rows outside
+    the window: they are read live. A cut hour whose rows are all inside (a window ending at the
+    ledger's last request, a bar's exact range) comes from the store like any other."""
+    last = until_ms // HOUR * HOUR
+    edges = [(first, first, since_ms), (last, until_ms, last + HOUR)]
+    edges = [(hour, start, stop) for hour, start, stop in edges if start < stop and hour < end]
+    if not edges:
+        return set()
+    probes = ", ".join(
+        "EXISTS (SELECT 1 FROM nexus_requests WHERE started_at >= %s AND started_at < %s)"
+        for _ in edges
+    )
+    ((*outside,),) = sqlite.rows(f"SELECT {probes}", [b for _, *bounds in edges for b in bounds])
+    return {hour for (hour, _, _), rows in zip(edges, outside, strict=True) if rows}
+
+
+def _clipped(ranges, since_ms: int, until_ms: int) -> list[tuple[int, int]]:
+    return _merged([(max(start, since_ms), min(end, until_ms)) for start, end in ranges])
 
 
 def census(since_ms: int, until_ms: int) -> dict[int, int]:
@@ -198,15 +252,16 @@ def census(since_ms: int, until_ms: int) -> dict[int, int]:
     )
 
 
-def hours_with_processing(since_ms: int, until_ms: int) -> set[int]:
-    return {
-        hour
-        for (hour,) in sqlite.rows(
-            f"""SELECT DISTINCT {_bucket(HOUR)} FROM nexus_requests
-                WHERE status = 'processing' AND started_at >= %s AND started_at < %s""",
+def processing_counts(since_ms: int, until_ms: int) -> dict[int, int]:
+    """How many 'processing' rows each hour of [since, until) holds (hours without: absent)."""
+    return dict(
+        sqlite.rows(
+            f"""SELECT {_bucket(HOUR)}, count(*) FROM nexus_requests
+                WHERE status = 'processing' AND started_at >= %s AND started_at < %s
+                GROUP BY 1""",
             [since_ms, until_ms],
         )
-    }
+    )
 
 
 def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -224,12 +279,12 @@ def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def build_hour(hour: int, expected: int) -> bool:
-    """Compute and store one hour's facts; False (nothing stored) when the ledger's rows for it
-    are not what the census saw or one is still 'processing'."""
-    where, params = "started_at >= %s AND started_at < %s", [hour, hour + HOUR]
+    """Compute and store the facts of one hour's settled rows; False (nothing stored) when they
+    are not as many as the census saw (the ledger moved in between)."""
+    where = "started_at >= %s AND started_at < %s AND status IS NOT 'processing'"
+    params = [hour, hour + HOUR]
     facts = {kind: _raw_facts(kind, HOUR, where, params) for kind in FACTS}
-    statuses = facts["source"]
-    if sum(r[5] for r in statuses) != expected or any(r[4] == "processing" for r in statuses):
+    if sum(r[5] for r in facts["source"]) != expected:
         return False
     timings = _raw_timings(where, params)
     key = ledger_key()
@@ -308,9 +363,16 @@ def _arrays(rows) -> dict[tuple, tuple[np.ndarray, np.ndarray]]:
 # -- Reading --------------------------------------------------------------------------------------
 
 
-def _ranges_sql(ranges: list[tuple[int, int]]) -> tuple[str, list]:
-    sql = " OR ".join("(started_at >= %s AND started_at < %s)" for _ in ranges)
-    return f"({sql})", [bound for r in ranges for bound in r]
+def _live_sql(the_plan: Plan) -> tuple[str, list]:
+    """The plan's live rows as a WHERE condition: every row of its live ranges, and the
+    'processing' rows of its stored hours."""
+    ranges = " OR ".join("(started_at >= %s AND started_at < %s)" for _ in the_plan.live)
+    busy = " OR ".join("(started_at >= %s AND started_at < %s)" for _ in the_plan.processing)
+    parts = [f"({ranges})"] if ranges else []
+    if busy:
+        parts.append(f"(status = 'processing' AND ({busy}))")
+    params = [bound for r in the_plan.live + the_plan.processing for bound in r]
+    return f"({' OR '.join(parts)})", params
 
 
 def facts(scope: Scope, the_plan: Plan, kind: str, bucket_ms: int | None = None) -> list[tuple]:
@@ -320,8 +382,8 @@ def facts(scope: Scope, the_plan: Plan, kind: str, bucket_ms: int | None = None)
     With `bucket_ms` (a whole number of hours, or any size when nothing is stored) rows carry
     the start of their bucket, aligned on multiples of it; without, bucket is 0."""
     rows: list[tuple] = []
-    if the_plan.live:
-        ranges, range_params = _ranges_sql(the_plan.live)
+    if the_plan.reads_live:
+        ranges, range_params = _live_sql(the_plan)
         filters, filter_params = scope.ledger_filters()
         for bucket, source, _, k, sub, n, total, last in _raw_facts(
             kind, bucket_ms or HOUR, ranges + filters, range_params + filter_params
@@ -348,7 +410,7 @@ def top_keys(scope: Scope, the_plan: Plan, kind: str, limit: int) -> dict[object
     of the live part) and the total drops: a key left out has fewer stored requests than each of
     `limit` kept keys that have no live ones, so it cannot make the top."""
     live: dict[object, Counter] = defaultdict(Counter)
-    for _, _, key, sub, n, _, _ in facts(scope, Plan([], the_plan.live), kind):
+    for _, _, key, sub, n, _, _ in facts(scope, the_plan.live_part(), kind):
         if key is not None:
             live[key][sub] += n
     stored: dict[object, int] = {}
@@ -402,8 +464,8 @@ def _stored_facts(scope: Scope, the_plan: Plan, kind: str, select: str, tail: st
 def timing_distributions(scope: Scope, the_plan: Plan) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per stage, every timing value in the window with its count (values may repeat)."""
     parts: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
-    if the_plan.live:
-        ranges, range_params = _ranges_sql(the_plan.live)
+    if the_plan.reads_live:
+        ranges, range_params = _live_sql(the_plan)
         filters, filter_params = scope.ledger_filters()
         rows = _raw_timings(ranges + filters, range_params + filter_params)
         for (_, _, stage), (values, counts) in _arrays(rows).items():

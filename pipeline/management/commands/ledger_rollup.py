@@ -31,7 +31,8 @@ class Command(BaseCommand):
         if oldest is None:
             self.stdout.write("The ledger has no nexus_requests: nothing to build.")
             return
-        since = max(until - options["days"] * DAY, oldest // rollups.HOUR * rollups.HOUR)
+        # On the hour: a window's cut first hour is read live, not built.
+        since = max(until - options["days"] * DAY, oldest) // rollups.HOUR * rollups.HOUR
         stored = live = 0
         days = range(since, until, DAY)
         for day in tqdm(days, desc="days", unit="day", disable=None):
@@ -40,5 +41,5 @@ class Command(BaseCommand):
             live += sum(math.ceil((end - start) / rollups.HOUR) for start, end in plan.live)
         self.stdout.write(
             f"{stored:,} hours stored for {rollups.ledger_key()}; about {live:,} hours stay live "
-            "(the current hour, and hours with requests still processing)."
+            "(the current hour; requests still processing are always read live)."
         )
