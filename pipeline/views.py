@@ -10,6 +10,7 @@ from ledgerweb.sqlite import LedgerQueryTimeout
 from pipeline import charts, json_twins
 from pipeline.detail import load_request, similar_query
 from pipeline.filters import WINDOWS, RequestFilters
+from pipeline.list_rows import request_rows_html
 from pipeline.listing import newer_page, request_page
 from pipeline.stages import STAGES, STATUSES
 
@@ -43,7 +44,8 @@ def request_list(request: HttpRequest) -> HttpResponse:
     if newer.isdigit():
         # Live mode asks for what arrived since the newest row it shows.
         page = newer_page(filters, int(newer))
-        return render(request, "pipeline/list.html#rows", {"filters": filters, "page": page})
+        ctx = {"filters": filters, "page": page, "rows_html": request_rows_html(page.rows)}
+        return render(request, "pipeline/list.html#rows", ctx)
     page, cursor_problem = request_page(filters, request.GET.get("after", ""))
     if cursor_problem:
         filters.errors["after"] = cursor_problem
@@ -52,6 +54,7 @@ def request_list(request: HttpRequest) -> HttpResponse:
     ctx = {
         "filters": filters,
         "page": page,
+        "rows_html": request_rows_html(page.rows),
         "stages": STAGES,
         "statuses": STATUSES,
         "windows": WINDOWS,

@@ -14,6 +14,7 @@ from sessions import export as exporting
 from sessions import forking, json_twins
 from sessions.detail import load_tree, turn_info
 from sessions.kinds import KINDS
+from sessions.list_rows import session_rows_html
 from sessions.listing import SessionFilters, session_page
 from sessions.models import Session
 from sessions.page import tree_items
@@ -42,6 +43,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
     ctx = {
         "filters": filters,
         "page": page,
+        "rows_html": session_rows_html(page.rows),
         "personas": sqlite.distinct_values("sessions", "persona", limit=100),
         "channels": [
             c

@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 import pytest
 from builders import LEDGER_DB, T0, parse_fragment, parse_html
 from django.db import connections
+from django.urls import reverse
 
 from ledgerweb.db import LEDGER
 
@@ -447,3 +448,34 @@ def test_a_chart_that_takes_too_long_says_so_in_its_card(
     body = response.content.decode()
     assert "took longer than 0.05 s" in body and "<html" not in body
     assert "Hook effectiveness" in body  # the card keeps its title
+
+
+def test_list_rows_show_each_request_escaped_and_link_to_it(viewer_client, ledger):
+    """The rows are built in Python (pipeline/list_rows.py): what the template showed, escaped."""
+    evil = '<img src=x onerror=alert(1)>"'
+    ledger.request(
+        id="R/1 <x>",
+        status="failed",
+        event_source=evil,
+        principal_id=None,
+        stage="runAgent",
+        error_stage="runAgent",
+        error_message=f"{evil} timed out\nsecond line of the stack",
+    )
+    ledger.request(id="R2", status="weird <b>", started_at="yesterday", completed_at=None)
+    page = viewer_client.get("/pipeline/requests/").content.decode()
+    tree = parse_html(page)
+    rows = {
+        tr.find("td/a").get("href"): tr for tr in tree.iter("tr") if tr.find("td/a") is not None
+    }
+    failed = rows[reverse("pipeline:request", args=["R/1 <x>"])]
+    cells = ["".join(td.itertext()).strip() for td in failed.findall("td")]
+    assert cells[0] == "failed" and failed.get("class") == "status-row-failed"
+    assert cells[2] == f"{evil} · message"  # shown as text, not markup
+    assert cells[3:6] == ["—", "runAgent", "1.5 s"]
+    assert cells[6] == f"runAgent: {evil} timed out"  # the first line only
+    weird = rows[reverse("pipeline:request", args=["R2"])]
+    assert weird.get("class") == "status-row-weird-b"
+    assert "(not a time)" in "".join(weird.itertext())  # a text started_at, said so
+    assert "<img src=x" not in page
+    assert viewer_client.get(reverse("pipeline:request", args=["R/1 <x>"])).status_code == 200

@@ -3,6 +3,7 @@
 import pytest
 from builders import LEDGER_DB, T0, parse_fragment, parse_html
 from django.db import connections
+from django.urls import reverse
 
 from ledgerweb.db import LEDGER
 from sessions.listing import PAGE_SIZE
@@ -135,3 +136,28 @@ def test_labels_with_markup_are_escaped(viewer_client, ledger):
     page = viewer_client.get("/sessions/").content.decode()
     assert "<script>alert(1)" not in page and "&lt;script&gt;" in page
     parse_html(page)
+
+
+def test_rows_show_each_session_escaped_and_link_to_it(viewer_client, ledger):
+    """The rows are built in Python (sessions/list_rows.py): what the template showed, escaped."""
+    evil = '<img src=x onerror=alert(1)>"'
+    s = ledger.session(
+        id="S/1 <x>", label=None, persona=evil, routing_key="subagent:S0:call-1", status="odd <b>"
+    )
+    root = ledger.turn(s)
+    head = ledger.turn(s, root)
+    ledger.message(head, 1, content=f"{evil} please")
+    ledger.set_head(s, root, head)
+    page = viewer_client.get("/sessions/?status=all").content.decode()
+    tree = parse_html(page)
+    (row,) = [tr for tr in tree.iter("tr") if tr.find("td/a") is not None]
+    link = row.find("td/a")
+    assert link.get("href") == reverse("sessions:detail", args=["S/1 <x>"])
+    assert "".join(link.itertext()) == "subagent · subagent:S0:call-1"
+    cells = ["".join(td.itertext()).strip() for td in row.findall("td")]
+    hint = next(div for div in row.iter("div") if div.get("class") == "hint muted small")
+    assert hint.text == f"“{evil} please”"  # the head's question, as text
+    assert cells[1:6] == [evil, "subagent", "odd <b>", "2", "1"]
+    assert row.find("td/span").get("class") == "kind kind-subagent"
+    assert "<img src=x" not in page
+    assert viewer_client.get(link.get("href")).status_code == 200
