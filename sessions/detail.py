@@ -15,7 +15,9 @@ KNOWN_TURN_STATUSES = {"pending", "streaming", "completed", FAILED}
 INHERITED_LIMIT = 10_000
 
 
-@dataclass
+# Slots: a big session makes thousands of these per page, and each __dict__ is one more object
+# for the garbage collector to walk.
+@dataclass(slots=True)
 class TurnInfo:
     """The columns of a turn the tree draws, plus per-turn aggregates."""
 
@@ -159,11 +161,14 @@ def add_aggregates(turns: dict[str, TurnInfo]) -> None:
     ):
         turns[turn_id].tool_calls, turns[turn_id].failed_tool_calls = calls, failed or 0
     # The query a turn answers: its first user message (else its first message of any role).
-    # One indexed lookup per turn (idx_messages_turn) instead of sorting all the messages.
+    # Each is a walk of idx_messages_turn (turn_id, sequence) in order that stops at the first
+    # match; ordering by role first would sort each turn's messages in a temporary b-tree.
     for turn_id, content in sqlite.rows(
-        f"""SELECT t.value, (SELECT substr(m.content, 1, 400) FROM messages m
-                             WHERE m.turn_id = t.value
-                             ORDER BY m.role != 'user', m.sequence LIMIT 1)
+        f"""SELECT t.value, coalesce(
+                (SELECT substr(m.content, 1, 400) FROM messages m
+                 WHERE m.turn_id = t.value AND m.role = 'user' ORDER BY m.sequence LIMIT 1),
+                (SELECT substr(m.content, 1, 400) FROM messages m
+                 WHERE m.turn_id = t.value ORDER BY m.sequence LIMIT 1))
             FROM {ids_sql} AS t""",
         ids,
     ):

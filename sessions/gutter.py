@@ -26,7 +26,7 @@ class Stroke:
 class Gutter:
     width: int
     height: int
-    strokes: list[Stroke]
+    strokes: tuple[Stroke, ...]
     dot_x: float | None = None
     dot_lane: int = 0
     hollow: bool = False  # a leaf is drawn as a ring
@@ -54,25 +54,53 @@ def _vertical(lane: int, y1: float, y2: float, dashed: bool = False) -> Stroke:
 
 
 def gutter_for(item: Row | Fold, lane_count: int) -> Gutter:
+    return Gutters(lane_count).of(item)
+
+
+class Gutters:
+    """The gutters of one page. Most rows of a big tree have one of a few shapes (a line straight
+    through, a branch point...), and a Gutter is immutable: rows of the same shape share one,
+    built once. Kept for one page only: a wide tree has as many shapes as it has lanes in use."""
+
+    def __init__(self, lane_count: int):
+        self.lane_count = lane_count
+        self._built: dict[tuple, Gutter] = {}
+
+    def of(self, item: Row | Fold) -> Gutter:
+        if isinstance(item, Fold):
+            shape = (item.passing, item.lane, None, False, True)
+        else:
+            shape = (item.passing, item.lane, item.parent_lane, item.has_children, False)
+        gutter = self._built.get(shape)
+        if gutter is None:
+            gutter = self._built[shape] = _draw(*shape, self.lane_count)
+        return gutter
+
+
+def _draw(
+    passing: tuple[int, ...],
+    lane: int,
+    parent_lane: int | None,
+    has_children: bool,
+    fold: bool,
+    lane_count: int,
+) -> Gutter:
     width = max(lane_count, 1) * LANE_WIDTH
     h, mid = ROW_HEIGHT, ROW_HEIGHT / 2
-    strokes = [_vertical(lane, 0, h) for lane in item.passing]
-    if isinstance(item, Fold):
-        strokes.append(_vertical(item.lane, 0, h, dashed=True))
-        return Gutter(width, h, strokes)
+    strokes = [_vertical(passing_lane, 0, h) for passing_lane in passing]
+    if fold:
+        strokes.append(_vertical(lane, 0, h, dashed=True))
+        return Gutter(width, h, tuple(strokes))
 
-    row = item
-    if row.parent_lane is not None:
-        if row.parent_lane == row.lane:
-            strokes.append(_vertical(row.lane, 0, mid))
+    if parent_lane is not None:
+        if parent_lane == lane:
+            strokes.append(_vertical(lane, 0, mid))
         else:
             # A branch leaves its parent's lane and bends into its own.
-            x1, x2 = lane_x(row.parent_lane), lane_x(row.lane)
+            x1, x2 = lane_x(parent_lane), lane_x(lane)
             strokes.append(
-                Stroke(
-                    f"M{x1:g},0C{x1:g},{h * 0.35:g} {x2:g},{h * 0.15:g} {x2:g},{mid:g}", row.lane
-                )
+                Stroke(f"M{x1:g},0C{x1:g},{h * 0.35:g} {x2:g},{h * 0.15:g} {x2:g},{mid:g}", lane)
             )
-    if row.has_children:
-        strokes.append(_vertical(row.lane, mid, h))
-    return Gutter(width, h, strokes, lane_x(row.lane), row.lane, hollow=row.is_leaf)
+    if has_children:
+        strokes.append(_vertical(lane, mid, h))
+    return Gutter(width, h, tuple(strokes), lane_x(lane), lane, hollow=not has_children)

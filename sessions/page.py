@@ -3,13 +3,13 @@
 from dataclasses import dataclass
 
 from sessions.detail import SessionTree, TurnInfo
-from sessions.gutter import Gutter, gutter_for
-from sessions.tree import Fold, Row, fold_straight_runs
+from sessions.gutter import Gutter, Gutters
+from sessions.tree import Fold, Layout, Row, fold_straight_runs
 
 MIN_FOLD = 8
 
 
-@dataclass
+@dataclass(slots=True)
 class TreeItem:
     gutter: Gutter
     row: Row | None = None
@@ -57,17 +57,16 @@ def tree_items(session_tree: SessionTree, selected_id: str | None, unfold: bool)
     else:
         shown = fold_straight_runs(layout, keep={k for k in keep if k}, min_run=MIN_FOLD)
 
+    next_sibling = _next_siblings(layout)
+    gutters = Gutters(layout.lane_count)
     items = []
     for entry in shown:
-        gutter = gutter_for(entry, layout.lane_count)
+        gutter = gutters.of(entry)
         if isinstance(entry, Fold):
             items.append(TreeItem(gutter, fold=entry))
             continue
         row, turn = entry, entry.node.data
         parent = layout.by_id.get(turn.parent_turn_id) if turn.parent_turn_id else None
-        siblings = parent.child_ids if parent else []
-        position = siblings.index(row.node.id) if row.node.id in siblings else -1
-        next_sibling = siblings[(position + 1) % len(siblings)] if len(siblings) > 1 else ""
         items.append(
             TreeItem(
                 gutter,
@@ -77,8 +76,28 @@ def tree_items(session_tree: SessionTree, selected_id: str | None, unfold: bool)
                 problems=tuple(problems_by_turn.get(row.node.id, ())),
                 parent_id=parent.node.id if parent and not row.is_root else "",
                 first_child_id=row.child_ids[0] if row.child_ids else "",
-                next_sibling_id=next_sibling,
+                next_sibling_id=_next_sibling_of(row, parent, next_sibling),
                 selected=row.node.id == selected_id,
             )
         )
     return items
+
+
+def _next_siblings(layout: Layout) -> dict[str, str]:
+    """Each turn's next sibling branch, wrapping round to the first: one pass over the tree, not
+    a search of the siblings per row (a root with 5,000 children would make that quadratic)."""
+    following = {}
+    for row in layout.rows:
+        kids = row.child_ids
+        if len(kids) > 1:
+            for kid, after in zip(kids, kids[1:] + kids[:1], strict=True):
+                following[kid] = after
+    return following
+
+
+def _next_sibling_of(row: Row, parent: Row | None, following: dict[str, str]) -> str:
+    if parent is None or len(parent.child_ids) < 2:
+        return ""
+    # A turn cut loose from its parent (a broken cycle) is not among the parent's children:
+    # "next branch" then goes to the parent's first child.
+    return following.get(row.node.id, parent.child_ids[0])

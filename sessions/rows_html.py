@@ -3,49 +3,41 @@
 A session can have thousands of turns; rendering each row through a template include cost about
 0.3 ms, which made a 5,000-turn page take over a second and a half. The same markup built here
 costs a few microseconds a row. Every value from the ledger goes through escape().
+
+Most pieces of a row repeat from row to row (a gutter shape, a model, a set of marks), so each
+distinct piece is written once and reused. The helpers are pure functions of their arguments, so
+a cache can never serve a stale piece; those whose arguments are ledger values (of any size)
+are cached for one page only, the others (marks, counts) for the process, in a bounded cache.
 """
 
-from functools import cache
-from html import escape as _html_escape
-from urllib.parse import quote
+from functools import lru_cache
 
-from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
-from django.utils.text import slugify
 
-from ledgerweb.converters import LedgerIdConverter
+from ledgerweb.html_parts import IdUrls, css_name, escape
 from ledgerweb.templatetags.ledger import duration, short_model, tokens
 from sessions.gutter import Gutter
 from sessions.page import TreeItem
 
-_PLACEHOLDER = "TURN-ID-PLACEHOLDER"
-
-
-def escape(value) -> str:
-    """HTML-escape any value (&, <, >, " and '), as Django's escape does, without its lazy-string
-    wrapper: it runs tens of thousands of times on a big tree."""
-    return _html_escape(str(value), quote=True)
-
-
-@cache
-def _mark_class(mark: str) -> str:
-    return slugify(mark)
-
-
-_to_url = LedgerIdConverter().to_url
-
 
 def tree_rows_html(items: list[TreeItem], session_id: str) -> SafeString:
-    base = reverse("sessions:turn", args=[session_id, _PLACEHOLDER])
+    turn_urls = IdUrls("sessions:turn", session_id)
+    # typed: a model stored as the number 5 and one stored as the text "5" are different values.
+    model_html = lru_cache(maxsize=None, typed=True)(_model)
+    # Rows of one shape share one Gutter object (gutter.gutter_for): draw each object once.
+    # Keyed by id(), which is stable while `items` holds the gutters.
+    drawn: dict[int, str] = {}
     parts = []
     for item in items:
+        svg = drawn.get(id(item.gutter))
+        if svg is None:
+            svg = drawn[id(item.gutter)] = _gutter(item.gutter)
         if item.fold is not None:
-            parts.append(_fold(item))
+            parts.append(_fold(item, svg))
         else:
-            # Same quoting as reverse(): the converter's encoding, then the path's.
-            url = base.replace(_PLACEHOLDER, quote(_to_url(item.turn.id), safe=""))
-            parts.append(_row(item, url))
-    return mark_safe("\n".join(parts))  # every ledger value was escaped above
+            model = model_html(item.turn.model)
+            parts.append(_row(item, turn_urls.html(item.turn.id), svg, model))
+    return mark_safe("\n".join(parts))  # every ledger value was escaped below
 
 
 def _gutter(g: Gutter) -> str:
@@ -62,49 +54,69 @@ def _gutter(g: Gutter) -> str:
     )
 
 
-def _fold(item: TreeItem) -> str:
+def _fold(item: TreeItem, gutter_svg: str) -> str:
     first = escape(item.fold.first.node.id)
     return (
         f'<a class="tree-row fold" href="?unfold=all#turn-{first}" hx-get="?unfold=all" '
-        f'hx-target="#tree" hx-select="#tree" hx-swap="outerHTML">{_gutter(item.gutter)}'
+        f'hx-target="#tree" hx-select="#tree" hx-swap="outerHTML">{gutter_svg}'
         f'<span class="preview muted">··· {len(item.fold):,} turns in a straight line'
         f" — unfold</span></a>"
     )
 
 
-def _row(item: TreeItem, url: str) -> str:
+# Marks come from a fixed vocabulary (page.marks_of): few distinct tuples.
+@lru_cache(maxsize=256)
+def _marks(marks: tuple[str, ...]) -> str:
+    return "".join(f'<span class="mark mark-{css_name(m)}">{escape(m)}</span>' for m in marks)
+
+
+def _problems(problems: tuple[str, ...]) -> str:
+    if not problems:
+        return ""
+    return (
+        f'<span class="mark mark-problem" title="{escape(" · ".join(problems))}">'
+        f"⚠ {len(problems)}</span>"
+    )
+
+
+def _model(model) -> str:
+    return f'<span class="model" title="{escape(model or "")}">{escape(short_model(model))}</span>'
+
+
+def _tokens(total) -> str:
+    shown = "?" if total is None else total
+    return f'<span class="num" title="{escape(shown)} tokens">{escape(tokens(total))}</span>'
+
+
+@lru_cache(maxsize=1024)
+def _calls(count: int, failed: int) -> str:
+    failed_text = f", {failed} failed" if failed else ""
+    css = "num bad" if failed else "num"
+    plural = "" if count == 1 else "s"
+    return (
+        f'<span class="{css}" title="{count} tool calls{failed_text}">{count} tool{plural}</span>'
+    )
+
+
+def _row(item: TreeItem, url: str, gutter_svg: str, model_html: str) -> str:
+    """One turn; `url`, `gutter_svg` and `model_html` are HTML already."""
     t = item.turn
     classes = (
         "tree-row" + (" selected" if item.selected else "") + (" inherited" if t.inherited else "")
     )
-    marks = "".join(
-        f'<span class="mark mark-{_mark_class(m)}">{escape(m)}</span>' for m in item.marks
-    )
-    if item.problems:
-        marks += (
-            f'<span class="mark mark-problem" title="{escape(" · ".join(item.problems))}">'
-            f"⚠ {len(item.problems)}</span>"
-        )
     preview = t.compaction_summary if t.is_compaction else (t.preview or "(no message)")
-    failed_calls = f", {t.failed_tool_calls} failed" if t.failed_tool_calls else ""
-    calls_class = "num bad" if t.failed_tool_calls else "num"
-    total = "?" if t.total_tokens is None else t.total_tokens
-    plural = "" if t.tool_calls == 1 else "s"
     turn_id = escape(t.id)
     return (
-        f'<a class="{classes}" id="turn-{turn_id}" href="{escape(url)}" hx-get="{escape(url)}" '
+        f'<a class="{classes}" id="turn-{turn_id}" href="{url}" hx-get="{url}" '
         f'hx-target="#panel" hx-push-url="true" data-turn="{turn_id}" '
         f'data-parent="{escape(item.parent_id)}" data-child="{escape(item.first_child_id)}" '
         f'data-sibling="{escape(item.next_sibling_id)}"'
         f"{' aria-current="true"' if item.selected else ''}>"
-        f"{_gutter(item.gutter)}"
-        f'<span class="marks">{marks}</span>'
+        f"{gutter_svg}"
+        f'<span class="marks">{_marks(item.marks)}{_problems(item.problems)}</span>'
         f'<span class="preview">{escape(preview)}</span>'
-        f'<span class="facts">'
-        f'<span class="model" title="{escape(t.model or "")}">{escape(short_model(t.model))}</span>'
-        f'<span class="num" title="{escape(total)} tokens">{escape(tokens(t.total_tokens))}</span>'
-        f'<span class="{calls_class}" title="{t.tool_calls} tool calls{failed_calls}">'
-        f"{t.tool_calls} tool{plural}</span>"
+        f'<span class="facts">{model_html}{_tokens(t.total_tokens)}'
+        f"{_calls(t.tool_calls, t.failed_tool_calls)}"
         f'<span class="num">{escape(duration(t.duration_ms))}</span>'
         f"</span></a>"
     )

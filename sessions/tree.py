@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     id: str
     parent_id: str | None
@@ -25,7 +25,9 @@ class Problem:
     message: str
 
 
-@dataclass
+# Slots: thousands of rows and nodes per page, each without a __dict__ for the garbage
+# collector to walk.
+@dataclass(slots=True)
 class Row:
     """One turn in the drawn tree, in display order."""
 
@@ -121,7 +123,8 @@ def layout(nodes: Iterable[Node], head_id: str | None = None) -> Layout:
 
     head_path = _path_to(head_id, by_id)
     for siblings in children.values():
-        siblings.sort(key=lambda n: (n.id in head_path, _sort_key(n)))
+        if len(siblings) > 1:  # most turns are an only child: nothing to sort
+            siblings.sort(key=lambda n: (n.id in head_path, _sort_key(n)))
     roots.sort(key=lambda n: (n.id in head_path, _sort_key(n)))
 
     rows: list[Row] = []
@@ -156,21 +159,23 @@ def _path_to(turn_id: str | None, by_id: dict[str, Node]) -> set[str]:
 
 def _place_subtree(root, children, by_id, head_id, head_path, lanes, rows, placed) -> None:
     # Iterative depth-first walk: a 20,000-turn straight thread must not hit the recursion limit.
-    stack: list[tuple[Node, int, int | None]] = [(root, 0, None)]
+    # Each entry: the node, its depth, its parent's lane, and whether it is its parent's last
+    # child to be placed (every earlier sibling's subtree is placed before it is popped).
+    stack: list[tuple[Node, int, int | None, bool]] = [(root, 0, None, False)]
     while stack:
-        node, depth, parent_lane = stack.pop()
+        node, depth, parent_lane, last_child = stack.pop()
         if node.id in placed:
             continue
         placed.add(node.id)
-        kids = [k for k in children.get(node.id, []) if k.id not in placed]
+        kids = [k for k in children.get(node.id, ()) if k.id not in placed]
 
         if parent_lane is None:
             lane = _free_lane(lanes)
-        elif _is_last_child(node, children, placed):
+        elif last_child:
             lane = parent_lane  # the parent's line carries on into its last child
         else:
             lane = _free_lane(lanes)  # an earlier sibling branches out to a lane of its own
-        passing = tuple(i for i, owner in enumerate(lanes) if owner is not None and i != lane)
+        passing = tuple([i for i, owner in enumerate(lanes) if owner is not None and i != lane])
         lanes[lane] = node.id if kids else None  # a leaf frees its lane below itself
 
         rows.append(
@@ -188,13 +193,8 @@ def _place_subtree(root, children, by_id, head_id, head_path, lanes, rows, place
                 on_head_path=node.id in head_path,
             )
         )
-        for kid in reversed(kids):
-            stack.append((kid, depth + 1, lane))
-
-
-def _is_last_child(node: Node, children, placed: set[str]) -> bool:
-    siblings = children.get(node.parent_id, [])
-    return all(s.id in placed for s in siblings if s.id != node.id)
+        for position in range(len(kids) - 1, -1, -1):
+            stack.append((kids[position], depth + 1, lane, position == len(kids) - 1))
 
 
 def _free_lane(lanes: list[str | None]) -> int:

@@ -4,16 +4,19 @@ from django.contrib import messages as flash
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from ledgerweb import sqlite
+from ledgerweb.html_parts import IdUrls, css_name
 from ledgerweb.http import wants_json
 from ledgerweb.text import show_json
 from sessions import compare as comparing
 from sessions import export as exporting
 from sessions import forking, json_twins
-from sessions.detail import load_tree, turn_info
-from sessions.kinds import KINDS
+from sessions.calls_html import tool_calls_html
+from sessions.detail import TurnInfo, load_tree, turn_info
+from sessions.kinds import FORK, KINDS
 from sessions.list_rows import session_rows_html
 from sessions.listing import SessionFilters, session_page
 from sessions.models import Session
@@ -67,15 +70,49 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
     if selected_id not in session_tree.layout.by_id:
         selected_id = session_tree.layout.rows[0].node.id if session_tree.layout.rows else None
     unfold = request.GET.get("unfold") == "all"
-    items = tree_items(session_tree, selected_id, unfold=unfold)
     return {
         "session": session,
         "tree": session_tree,
-        "items": items,
-        "rows_html": tree_rows_html(items, session.id),
+        "child_links": _child_links(session_tree.related.children),
+        "items": tree_items(session_tree, selected_id, unfold=unfold),
         "selected_id": selected_id,
         "unfold": unfold,
     }
+
+
+def _child_links(children: list[Session]) -> list[dict]:
+    """The session's subagents and forks, ready to draw: a session may spawn hundreds, and a
+    {% url %} tag and a filter each made that list cost more than the rest of the header. The
+    URLs come from one reverse() for all."""
+    urls = IdUrls("sessions:detail")
+    return [
+        {
+            "kind": "Fork" if child.routing_key.startswith(f"{FORK}:") else "Subagent",
+            "url": mark_safe(urls.html(child.id)),  # escaped by IdUrls
+            "name": str(child),
+            "status": child.status,
+            "status_class": css_name(str(child.status)),
+        }
+        for child in children
+    ]
+
+
+# Where the template puts the tree's rows: see _render_with_rows.
+ROWS_MARKER = "<!-- the tree's rows -->"
+
+
+def _render_with_rows(request: HttpRequest, template: str, ctx: dict) -> HttpResponse:
+    """Render a page that shows the tree, and put its rows in the finished response.
+
+    A big tree's rows are megabytes of HTML, and each level of a template (partial, block, base)
+    joins its parts into a new string: through the template, 2 MB of rows cost ~20 ms of copies
+    alone. The template gets a marker instead. Every value the page shows above the tree is
+    escaped, so nothing there can spell an HTML comment: the first marker is the template's."""
+    rows = tree_rows_html(ctx["items"], ctx["session"].id)
+    response = render(request, template, ctx | {"rows_html": mark_safe(ROWS_MARKER)})
+    head, tail = response.content.split(ROWS_MARKER.encode(), 1)
+    response.content = b"".join((head, rows.encode(response.charset), tail))
+    return response
 
 
 @require_GET
@@ -84,18 +121,23 @@ def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     ctx = _session_context(request, session, None)
     if wants_json(request):
         return JsonResponse(json_twins.session_detail(ctx["tree"]))
-    if ctx["selected_id"]:
-        ctx |= _turn_context(session, ctx["tree"].turns[ctx["selected_id"]].id, ctx["tree"])
-    template = "sessions/detail.html"
     if request.htmx and request.htmx.target == "tree":
-        template += "#tree"
-    return render(request, template, ctx)
+        # (Un)folding: the tree alone.
+        return _render_with_rows(request, "sessions/detail.html#tree", ctx)
+    if ctx["selected_id"]:
+        ctx |= _turn_context(session, ctx["selected_id"], ctx["tree"].turns[ctx["selected_id"]])
+        ctx |= _panel_html(ctx)
+    return _render_with_rows(request, "sessions/detail.html", ctx)
 
 
-def _turn_context(session: Session, turn_id: str, session_tree=None) -> dict:
+def _turn_context(session: Session, turn_id: str, info: TurnInfo | None) -> dict:
     detail = load_turn_detail(session.id, turn_id)
-    info = session_tree.turns.get(turn_id) if session_tree else None
     return {"turn": info, "detail": detail, "turn_id": turn_id}
+
+
+def _panel_html(ctx: dict) -> dict:
+    """The turn's tool calls, for the HTML panel (its JSON twin does without)."""
+    return {"calls_html": tool_calls_html(ctx["detail"].tool_calls, ctx["session"], ctx["turn_id"])}
 
 
 @require_GET
@@ -106,18 +148,17 @@ def turn_detail(request: HttpRequest, session_id: str, turn_id: str) -> HttpResp
         info = turn_info(turn_id)
         if info is None:
             raise Http404(f"No turn {turn_id!r}")
-        ctx = {"session": session, "turn": info, "turn_id": turn_id}
-        ctx["detail"] = load_turn_detail(session.id, turn_id)
-        return render(request, "sessions/detail.html#panel", ctx)
+        ctx = {"session": session} | _turn_context(session, turn_id, info)
+        return render(request, "sessions/detail.html#panel", ctx | _panel_html(ctx))
     ctx = _session_context(request, session, turn_id)
     if turn_id not in ctx["tree"].turns:
         raise Http404(f"No turn {turn_id!r} in session {session_id!r}")
-    ctx |= _turn_context(session, turn_id, ctx["tree"])
+    ctx |= _turn_context(session, turn_id, ctx["tree"].turns[turn_id])
     if wants_json(request):
         if ctx["detail"].tool_calls and ctx["detail"].tool_calls[0].parameters is None:
             add_payloads(ctx["detail"].tool_calls, turn_id)  # scripts get every payload
         return JsonResponse(json_twins.turn(ctx["turn"], ctx["detail"]))
-    return render(request, "sessions/detail.html", ctx)
+    return _render_with_rows(request, "sessions/detail.html", ctx | _panel_html(ctx))
 
 
 @require_GET

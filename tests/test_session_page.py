@@ -239,3 +239,114 @@ def test_the_session_page_runs_as_many_queries_for_300_turns_as_for_3(viewer_cli
             assert viewer_client.get(f"/sessions/{session_id}/").status_code == 200
         counts[session_id] = len(queries)
     assert counts["SMALL"] == counts["BIG"] <= 18  # 16 reads + savepoint and release
+
+
+# -- The rows, built in Python (sessions/rows_html.py) ------------------------------------------
+
+
+def tree_rows(page: str) -> dict:
+    """The tree's rows by turn id, as a browser reads them (attributes unescaped)."""
+    return {a.get("data-turn"): a for a in parse_html(page).iter("a") if a.get("data-turn")}
+
+
+def test_hostile_turn_ids_and_values_round_trip_through_every_row_attribute(viewer_client, ledger):
+    evil = '<img src=x onerror="alert(1)">'
+    s = ledger.session(id="S1")
+    root = ledger.turn(s, id=f"root {evil}", model=evil, total_tokens=evil)
+    ledger.message(root, 1, content=evil)
+    first = ledger.turn(s, root, id="a&b/1%", started_at=T0 + 1)
+    second = ledger.turn(s, root, id='it\'s "two"', started_at=T0 + 2)
+    ledger.set_head(s, root, second)
+    page = viewer_client.get("/sessions/S1/").content.decode()
+    assert "<img src=x" not in page
+    rows = tree_rows(page)
+    assert set(rows) == {root["id"], first["id"], second["id"]}
+    row = rows[first["id"]]
+    assert row.get("id") == f"turn-{first['id']}"
+    assert (
+        row.get("href") == row.get("hx-get") == reverse("sessions:turn", args=["S1", first["id"]])
+    )
+    assert row.get("data-parent") == root["id"] and row.get("data-sibling") == second["id"]
+    assert rows[root["id"]].get("data-child") == first["id"]
+    facts = "".join(rows[root["id"]].itertext())
+    assert evil in facts  # the preview, shown as text
+    model = next(span for span in rows[root["id"]].iter("span") if span.get("class") == "model")
+    assert model.get("title") == evil
+    tokens = [span.get("title") for span in rows[root["id"]].iter("span")]
+    assert f"{evil} tokens" in tokens
+
+
+def test_rows_that_share_a_model_or_a_shape_still_show_their_own_values(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    parent = root = ledger.turn(s, id="T0", model="claude-haiku-4-5")
+    for i, (model, total) in enumerate([("gpt-5", 900), ("gpt-5", 12_345), (None, None)], 1):
+        parent = ledger.turn(s, parent, id=f"T{i}", model=model, total_tokens=total)
+        for n in range(i):
+            ledger.tool_call(parent, n + 1, status="failed" if n == 1 else "completed")
+    ledger.set_head(s, root, parent)
+    rows = tree_rows(viewer_client.get("/sessions/S1/").content.decode())
+
+    def facts(turn_id):
+        return [span.text for span in rows[turn_id].iter("span") if span.text][-4:]
+
+    assert facts("T0") == ["haiku-4-5", "1.3k", "0 tools", "5.0 s"]
+    assert facts("T1") == ["gpt-5", "900", "1 tool", "5.0 s"]
+    assert facts("T2") == ["gpt-5", "12k", "2 tools", "5.0 s"]
+    assert facts("T3") == ["—", "?", "3 tools", "5.0 s"]
+    calls = [span for span in rows["T3"].iter("span") if "tools" in (span.text or "")]
+    assert calls[0].get("class") == "num bad" and calls[0].get("title") == "3 tool calls, 1 failed"
+
+
+def test_next_branch_wraps_round_the_siblings(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    root = ledger.turn(s, id="R")
+    for i, turn_id in enumerate(("A", "B", "C")):
+        last = ledger.turn(s, root, id=turn_id, started_at=T0 + i)
+    ledger.set_head(s, root, last)
+    rows = tree_rows(viewer_client.get("/sessions/S1/").content.decode())
+    assert [rows[t].get("data-sibling") for t in ("A", "B", "C")] == ["B", "C", "A"]
+    assert rows["R"].get("data-sibling") == ""
+
+
+def test_the_htmx_tree_partial_carries_the_rows_but_no_panel(viewer_client, forked):
+    response = viewer_client.get(
+        "/sessions/S1/", headers={"HX-Request": "true", "HX-Target": "tree"}
+    )
+    body = response.content.decode()
+    assert body.count('class="tree-row') == 5
+    assert "Turn <code>" not in body  # the panel stays as it is on the page
+
+
+def test_a_turn_is_previewed_by_its_first_user_message_else_its_first_message(
+    viewer_client, ledger
+):
+    s = ledger.session(id="S1")
+    asked = ledger.turn(s, id="ASKED")
+    ledger.message(asked, 1, role="system", content="You are a helpful agent.")
+    ledger.message(asked, 3, role="user", content="second question")
+    ledger.message(asked, 2, role="user", content="\n\n  the   real question\nmore")
+    ledger.message(asked, 4, role="assistant", content="an answer")
+    unasked = ledger.turn(s, asked, id="UNASKED", started_at=T0 + 1)
+    ledger.message(unasked, 2, role="assistant", content="later")
+    ledger.message(unasked, 1, role="tool", content="tool output first")
+    silent = ledger.turn(s, unasked, id="SILENT", started_at=T0 + 2)
+    ledger.set_head(s, asked, silent)
+    previews = {t["id"]: t["preview"] for t in detail(viewer_client)["turns"]}
+    assert previews == {"ASKED": "the real question", "UNASKED": "tool output first", "SILENT": ""}
+    assert "(no message)" in viewer_client.get("/sessions/S1/").content.decode()
+
+
+def test_subagents_and_forks_are_listed_with_escaped_names_and_links(viewer_client, ledger):
+    evil = '<img src=x onerror="alert(1)">'
+    ledger.session(id="P1")
+    ledger.session(id=f"kid/{evil}", label=evil, routing_key="subagent:P1:toolu_1", status=evil)
+    ledger.session(id="F1", label="Retry", routing_key="fork:P1:F1")
+    page = viewer_client.get("/sessions/P1/").content.decode()
+    assert "<img src=x" not in page
+    related = next(ul for ul in parse_html(page).iter("ul") if ul.get("class") == "related")
+    kid, fork = related.findall("li")
+    assert kid.text == "Subagent: " and fork.text == "Fork: "
+    assert kid.find("a").get("href") == reverse("sessions:detail", args=[f"kid/{evil}"])
+    assert kid.find("a").text == evil and kid.find("span").text == evil
+    assert kid.find("span").get("class") == "status status-img-srcx-onerroralert1"
+    assert fork.find("a").get("href") == "/sessions/F1/" and fork.find("a").text == "Retry"

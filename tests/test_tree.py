@@ -1,6 +1,6 @@
 """The turn tree layout: pure functions, tested without a database."""
 
-from sessions.gutter import gutter_for
+from sessions.gutter import Gutters, gutter_for
 from sessions.tree import Fold, Node, fold_straight_runs, layout
 
 
@@ -136,3 +136,14 @@ def test_gutter_draws_the_branch_curve_and_passing_lines():
     assert g.dot_x == 24 and not g.hollow
     leaf = gutter_for(result.by_id["never-mind"], result.lane_count)
     assert leaf.hollow and all(not s.d.endswith("V30") or s.lane == 0 for s in leaf.strokes)
+
+
+def test_rows_of_one_shape_share_a_gutter_and_a_fold_keeps_its_dashed_line():
+    straight = tree(("t0", None), *[(f"t{i}", f"t{i - 1}") for i in range(1, 30)], head="t29")
+    gutters = Gutters(straight.lane_count)
+    middle = [gutters.of(row) for row in straight.rows[1:-1]]
+    assert all(g is middle[0] for g in middle)  # one line straight through, drawn once
+    assert gutters.of(straight.rows[-1]) is not middle[0] and gutters.of(straight.rows[-1]).hollow
+    fold = next(i for i in fold_straight_runs(straight, keep=set()) if isinstance(i, Fold))
+    assert [s.dashed for s in gutters.of(fold).strokes] == [True]
+    assert gutters.of(fold) == gutter_for(fold, straight.lane_count)

@@ -5,6 +5,7 @@ import json
 import pytest
 from builders import LEDGER_DB, T0, parse_fragment, parse_html
 from django.db import connections
+from django.urls import reverse
 
 from ledgerweb.db import LEDGER
 from ledgerweb.text import PREVIEW_CHARS
@@ -172,6 +173,85 @@ def test_a_long_list_of_tool_calls_loads_each_body_when_opened(viewer_client, le
     data = viewer_client.get("/sessions/S1/turns/T1/?format=json").json()
     assert data["tool_calls"][3]["parameters"]["text"] == '{\n  "n": 3\n}'
     assert viewer_client.get("/sessions/S1/turns/T1/calls/nope/").status_code == 404
+
+
+def panel_calls(client, session_id="S1", turn_id="T1") -> dict:
+    """The panel's tool calls by id, as a browser reads them (attributes unescaped)."""
+    body = client.get(
+        reverse("sessions:turn", args=[session_id, turn_id]), headers={"HX-Request": "true"}
+    ).content.decode()
+    items = parse_fragment(body).iter("li")
+    return {
+        li.get("id").removeprefix("call-"): li for li in items if li.get("id", "")[:5] == "call-"
+    }
+
+
+def test_a_long_list_opens_only_its_failed_calls_and_a_short_one_opens_all(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    long, short = ledger.turn(s, id="T1"), ledger.turn(s, id="T2")
+    for i in range(8):
+        ledger.tool_call(long, i + 1, id=f"L{i}", status="failed" if i in (2, 6) else "completed")
+    for i in range(5):
+        ledger.tool_call(short, i + 1, id=f"S{i}", parameters=f'{{"n": {i}}}')
+    ledger.set_head(s, long, long)
+    calls = panel_calls(viewer_client)
+    assert list(calls) == [f"L{i}" for i in range(8)]
+    opened = [i for i, li in calls.items() if li.find("details").get("open") is not None]
+    assert opened == ["L2", "L6"]
+    assert [li.get("class") for li in calls.values()].count("tool-call failed") == 2
+    for call_id, li in calls.items():  # every body waits to be opened, failed ones too
+        stub = li.find("details/div")
+        assert stub.get("hx-get") == reverse("sessions:call", args=["S1", "T1", call_id])
+        assert stub.get("hx-trigger") == "toggle from:closest details once"
+        assert stub.find("a").get("href") == stub.get("hx-get")
+    short_calls = panel_calls(viewer_client, turn_id="T2")
+    assert all(li.find("details").get("open") is not None for li in short_calls.values())
+    assert "&quot;n&quot;: 4" in viewer_client.get("/sessions/S1/turns/T2/").content.decode()
+
+
+def test_hostile_values_in_a_long_list_of_calls_are_shown_as_text(viewer_client, ledger):
+    evil = '<img src=x onerror="alert(1)">'
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    for i in range(7):
+        ledger.tool_call(t, i + 1, id=f"C{i}")
+    ledger.tool_call(
+        t,
+        evil,
+        id=f"toolu/{evil}",
+        tool_name=evil,
+        status=evil,
+        started_at=T0,
+        completed_at=T0 + 1500,
+    )
+    ledger.session(id=f"child {evil}", routing_key=f"subagent:S1:toolu/{evil}")
+    ledger.set_head(s, t, t)
+    body = viewer_client.get("/sessions/S1/turns/T1/", headers={"HX-Request": "true"})
+    assert "<img src=x" not in body.content.decode()
+    li = panel_calls(viewer_client)[f"toolu/{evil}"]
+    summary = li.find("details/summary")
+    assert summary.find("code").text == evil
+    status = summary.find("span")
+    assert status.text == evil and status.get("class") == "status status-img-srcx-onerroralert1"
+    assert summary.find("span[@class='muted small']").text == f"#{evil} · 1.5 s"
+    subagent = summary.find("a")
+    assert subagent.get("href") == reverse("sessions:detail", args=[f"child {evil}"])
+    assert subagent.text == "subagent session ↗"
+    assert li.find("details/div").get("hx-get") == reverse(
+        "sessions:call", args=["S1", "T1", f"toolu/{evil}"]
+    )
+
+
+def test_the_turn_json_twin_still_carries_every_payload_of_a_long_list(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    for i in range(9):
+        ledger.tool_call(t, i + 1, parameters=f'{{"n": {i}}}')
+    ledger.set_head(s, t, t)
+    data = viewer_client.get("/sessions/S1/turns/T1/?format=json").json()
+    assert [c["parameters"]["text"] for c in data["tool_calls"]] == [
+        f'{{\n  "n": {i}\n}}' for i in range(9)
+    ]
 
 
 # -- Thread and fork point ---------------------------------------------------------------------
