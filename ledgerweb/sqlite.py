@@ -7,6 +7,7 @@ the progress handler, pg_class estimates instead of capped counts, no pragmas.
 import json
 import sqlite3
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -111,9 +112,34 @@ def rows(sql: str, params=()) -> list[tuple]:
 def ledger_version() -> tuple[object, int]:
     """A value that moves whenever the ledger may have changed: the read connection with its
     PRAGMA data_version, which changes each time another connection (the runtime, our operator
-    actions, an import) commits. Comparable only on the same open connection, hence the pair."""
+    actions, an import) commits. Comparable only on the same open connection, hence the pair.
+    Inside the request's read transaction it describes the snapshot the request reads."""
     ((version,),) = rows("PRAGMA data_version")
     return connections[LEDGER].connection, version
+
+
+class WhileUnchanged:
+    """Results worked out from the ledger, kept by a worker while the ledger is unchanged: each is
+    kept with ledger_version() and given back only on the same open connection at the same
+    version, so any commit by anyone makes it be worked out again. Holds at most `keep`."""
+
+    def __init__(self, keep: int):
+        self.keep = keep
+        self._kept: dict = {}
+
+    def get(self, key, make: Callable[[], tuple[object, bool]]):
+        """The result for `key`: kept, or make() → (result, worth keeping)."""
+        connection, version = ledger_version()
+        known = self._kept.get(key)
+        if known and known[0] is connection and known[1] == version:
+            return known[2]
+        result, keep = make()
+        self._kept.pop(key, None)
+        if keep:
+            while len(self._kept) >= self.keep:
+                del self._kept[next(iter(self._kept))]  # the oldest
+            self._kept[key] = (connection, version, result)
+        return result
 
 
 # -- Introspection and bounded counts ------------------------------------------------------------

@@ -39,8 +39,7 @@ SETTLE_MS = 5 * 60_000
 BUILD_BUDGET_S = 1.0
 # Complete plans a worker keeps while the ledger is unchanged (sqlite.ledger_version): the seven
 # charts of a dashboard share one window, whose census costs ~120 ms for 30 days of 1M requests.
-PLANS_KEPT = 64
-_plans: dict[tuple, tuple[object, int, "Plan"]] = {}
+_plans = sqlite.WhileUnchanged(keep=64)
 # A stage timing above this (a year) is junk, not a duration: 1e400 in the JSON reads as inf.
 MAX_STAGE_MS = 365 * 86_400_000
 
@@ -172,11 +171,17 @@ def plan(since_ms: int, until_ms: int, budget_s: float | None = None) -> Plan:
     settled_end = min(last, (now_ms() - SETTLE_MS) // HOUR * HOUR)
     if first >= settled_end:
         return Plan([], [(since_ms, until_ms)])
-    memo = (ledger_key(), since_ms, until_ms, settled_end)
-    connection, version = sqlite.ledger_version()
-    known = _plans.get(memo)
-    if known and known[0] is connection and known[1] == version:
-        return known[2]
+    return _plans.get(
+        (ledger_key(), since_ms, until_ms, settled_end),
+        lambda: _make_plan(since_ms, until_ms, first, settled_end, budget_s),
+    )
+
+
+def _make_plan(
+    since_ms: int, until_ms: int, first: int, settled_end: int, budget_s: float | None
+) -> tuple[Plan, bool]:
+    """The plan, and whether it is worth keeping (no hour left to build: else the next chart
+    makes it again and builds more)."""
     counts = census(first, settled_end)
     busy = processing_counts(first, settled_end)
     cut = _cut_hours(since_ms, until_ms, first, settled_end)
@@ -203,11 +208,7 @@ def plan(since_ms: int, until_ms: int, budget_s: float | None = None) -> Plan:
             live.append((hour, hour + HOUR))
             unbuilt = unbuilt or hour not in cut
     the_plan = Plan(sorted(usable), _clipped(live, since_ms, until_ms), _merged(processing))
-    if not unbuilt:  # a plan with hours left to build is made again: the next chart builds more
-        if len(_plans) >= PLANS_KEPT:
-            del _plans[next(iter(_plans))]
-        _plans[memo] = (connection, version, the_plan)
-    return the_plan
+    return the_plan, not unbuilt
 
 
 def _cut_hours(since_ms: int, until_ms: int, first: int, end: int) -> set[int]:

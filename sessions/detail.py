@@ -3,6 +3,7 @@
 from dataclasses import dataclass, field
 
 from ledgerweb import sqlite
+from ledgerweb.db import ledger_path_of
 from ledgerweb.text import first_line
 from ledgerweb.timestamps import elapsed_ms
 from sessions import tree
@@ -97,7 +98,25 @@ class SessionTree:
         }
 
 
+# Trees a worker keeps while the ledger is unchanged (sqlite.ledger_version): moving around one
+# session (another turn by URL, unfolding, back from its thread page) draws the same tree, and
+# reading and laying out 5,000 turns costs ~150 ms. A tree bigger than TREE_KEPT_TURNS is made
+# each time: a few big trees would hold tens of megabytes in every worker.
+_trees = sqlite.WhileUnchanged(keep=4)
+TREE_KEPT_TURNS = 20_000
+
+
 def load_tree(session: Session) -> SessionTree:
+    """The session's tree, as the ledger holds it now."""
+
+    def make() -> tuple[SessionTree, bool]:
+        session_tree = _read_tree(session)
+        return session_tree, len(session_tree.turns) <= TREE_KEPT_TURNS
+
+    return _trees.get((str(ledger_path_of()), session.id), make)
+
+
+def _read_tree(session: Session) -> SessionTree:
     turns = _session_turns(session.id)
     problems: list[tree.Problem] = []
     _add_inherited_turns(session, turns, problems)

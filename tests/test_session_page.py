@@ -1,5 +1,7 @@
 """/sessions/<id>/: header, totals, related sessions, the turn tree, and bad data shown in place."""
 
+import re
+
 import pytest
 from builders import LEDGER_DB, T0, parse_fragment, parse_html
 from django.db import connections
@@ -350,3 +352,33 @@ def test_subagents_and_forks_are_listed_with_escaped_names_and_links(viewer_clie
     assert kid.find("a").text == evil and kid.find("span").text == evil
     assert kid.find("span").get("class") == "status status-img-srcx-onerroralert1"
     assert fork.find("a").get("href") == "/sessions/F1/" and fork.find("a").text == "Retry"
+
+
+@pytest.mark.django_db(transaction=True, databases="__all__")  # each request its own snapshot
+def test_a_reloaded_session_shows_what_the_runtime_wrote_since(viewer_client, ledger):
+    """A worker keeps a session's tree while the ledger is unchanged; any commit drops it."""
+    s = ledger.session(id="S1")
+    root = ledger.turn(s, id="T1")
+    ledger.set_head(s, root, root)
+
+    def load() -> tuple[str, list[str]]:
+        with CaptureQueriesContext(connections[LEDGER]) as queries:
+            page = viewer_client.get("/sessions/S1/").content.decode()
+        return page, [q["sql"] for q in queries.captured_queries]
+
+    def rows(page: str) -> list[str]:
+        return re.findall(r'<a class="tree-row.*?</a>', page)
+
+    def reads_turns(sql: list[str]) -> bool:
+        return any("FROM turns WHERE session_id" in q for q in sql)
+
+    first, sql = load()
+    assert 'id="turn-T1"' in first and reads_turns(sql)
+    kept, sql = load()
+    assert not reads_turns(sql)  # the tree was not read again
+    assert rows(kept) == rows(first)
+
+    ledger.set_head(s, root, ledger.turn(s, root, id="T2"))  # the runtime answers again
+    page, sql = load()
+    assert reads_turns(sql)
+    assert 'aria-current="true"' in page.split('id="turn-T2"')[1].split(">")[0]
