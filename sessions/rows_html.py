@@ -24,7 +24,7 @@ def tree_rows_html(items: list[TreeItem], session_id: str) -> SafeString:
     turn_urls = IdUrls("sessions:turn", session_id)
     # typed: a model stored as the number 5 and one stored as the text "5" are different values.
     model_html = lru_cache(maxsize=None, typed=True)(_model)
-    # Rows of one shape share one Gutter object (gutter.gutter_for): draw each object once.
+    # Rows of one shape share one Gutter object (gutter.Gutters): draw each object once.
     # Keyed by id(), which is stable while `items` holds the gutters.
     drawn: dict[int, str] = {}
     parts = []
