@@ -32,9 +32,39 @@ EXACT = {
 }
 
 
+# A value that is NULL or the empty string is a value a person must be able to select, apart from
+# "any" (an empty form field): `?source__isnull=1` selects NULL, `?source__exact=` selects ''
+# (and any value), in Datasette's spelling. `value_query` writes them; `from_query` reads them.
+ISNULL = "__isnull"
+EXACT_SUFFIX = "__exact"
+
+
+def value_query(param: str, value: str | None) -> dict[str, str]:
+    """The query parameters that select rows whose `param` column is exactly `value` (None is
+    NULL, "" the empty string)."""
+    if value is None:
+        return {param + ISNULL: "1"}
+    if value == "" or value != value.strip():
+        return {param + EXACT_SUFFIX: value}
+    return {param: value}
+
+
+def _exact_values(params) -> dict[str, str | None]:
+    values: dict[str, str | None] = {}
+    for param in EXACT:
+        if params.get(param + ISNULL, "") in ("1", "true", "on"):
+            values[param] = None
+        elif param + EXACT_SUFFIX in params:
+            values[param] = params[param + EXACT_SUFFIX]
+        elif params.get(param, "").strip():
+            values[param] = params[param].strip()
+    return values
+
+
 @dataclass
 class RequestFilters:
-    exact: dict[str, str] = field(default_factory=dict)
+    # Column filters: None selects NULL, "" the empty string (see value_query).
+    exact: dict[str, str | None] = field(default_factory=dict)
     q: str = ""  # text in the error message
     signature: str = ""  # masked error signature (with error_stage: "similar failures")
     hook: str = ""  # a hook name in hooks_matched
@@ -48,7 +78,7 @@ class RequestFilters:
     @classmethod
     def from_query(cls, params, *, default_window: str = "") -> "RequestFilters":
         f = cls(
-            exact={k: params[k].strip() for k in EXACT if params.get(k, "").strip()},
+            exact=_exact_values(params),
             q=params.get("q", "").strip(),
             signature=params.get("signature", "").strip(),
             hook=params.get("hook", "").strip(),
@@ -81,7 +111,9 @@ class RequestFilters:
         column's index, so SQLite walks started_at from the newest row and stops after a page:
         right for common values, wrong for rare ones (the caller decides by a capped count)."""
         for param, value in self.exact.items():
-            if newest_first_walk:
+            if value is None:
+                qs = qs.filter(**{f"{EXACT[param]}__isnull": True})
+            elif newest_first_walk:
                 name = f"unindexed_{param}"
                 qs = qs.alias(**{name: sqlite.Unindexed(F(EXACT[param]))}).filter(**{name: value})
             else:
@@ -107,7 +139,11 @@ class RequestFilters:
         return self.apply(NexusRequest.objects.all(), newest_first_walk=newest_first_walk)
 
     def as_query(self, **changes) -> dict[str, str]:
-        values = dict(self.exact) | {
+        exact = {}
+        for param, value in self.exact.items():
+            if param not in changes:
+                exact |= value_query(param, value)
+        values = {
             "q": self.q,
             "signature": self.signature,
             "hook": self.hook,
@@ -119,7 +155,7 @@ class RequestFilters:
         elif self.window:
             values["window"] = self.window
         values |= changes
-        return {k: str(v) for k, v in values.items() if v not in ("", None)}
+        return exact | {k: str(v) for k, v in values.items() if v not in ("", None)}
 
 
 def _sql(condition: str, *params):

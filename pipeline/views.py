@@ -60,7 +60,8 @@ def request_list(request: HttpRequest) -> HttpResponse:
         "windows": WINDOWS,
         "live": request.GET.get("live") == "1",
         "filter_fields": FILTER_FIELDS,
-        "hidden_fields": HIDDEN_FIELDS,
+        # NULL and empty-string selections ride along as they came (see filters.value_query).
+        "hidden_fields": HIDDEN_FIELDS | {k for k in filters.as_query() if "__" in k},
     }
     template = "pipeline/list.html"
     if request.htmx and request.GET.get("after"):

@@ -4,7 +4,7 @@ exactly the requests it counts."""
 
 import html
 import json
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urljoin
 
 import pytest
 from builders import LEDGER_DB, T0, parse_fragment, parse_html
@@ -159,6 +159,32 @@ def test_the_list_is_newest_first_with_status_duration_and_error(viewer_client, 
 )
 def test_each_filter_selects_the_right_requests(viewer_client, pipeline, query, expected):
     assert list_ids(viewer_client, f"/pipeline/requests/?{query}") == expected
+
+
+def test_null_and_empty_values_are_selected_apart_from_any(viewer_client, ledger):
+    ledger.request(id="R-null", event_source="", principal_id=None, agent_model=None)
+    ledger.request(id="R-empty", event_source="", principal_id="", agent_model="")
+    ledger.request(id="R-mail", event_source="gmail", principal_id="mom", agent_model="sonnet")
+    assert list_ids(viewer_client, "/pipeline/requests/?principal__isnull=1") == ["R-null"]
+    assert list_ids(viewer_client, "/pipeline/requests/?principal__exact=") == ["R-empty"]
+    assert list_ids(viewer_client, "/pipeline/requests/?model__isnull=1") == ["R-null"]
+    assert list_ids(viewer_client, "/pipeline/requests/?source__exact=") == ["R-empty", "R-null"]
+    # An empty form field still means "any".
+    assert len(list_ids(viewer_client, "/pipeline/requests/?source=&model=")) == 3
+
+
+def test_the_json_and_older_links_keep_every_filter(viewer_client, ledger):
+    for i in range(130):
+        ledger.request(id=f"R{i:03d}", started_at=T0 + i, status="failed" if i % 2 else "completed")
+    page = parse_html(viewer_client.get("/pipeline/requests/?status=failed").content)
+    hrefs = {"".join(a.itertext()).strip(): a.get("href") for a in page.iter("a")}
+    assert "??" not in "".join(h or "" for h in hrefs.values())
+    as_json = viewer_client.get(hrefs["JSON"]).json()
+    assert {r["status"] for r in as_json["requests"]} == {"failed"}
+    older_url = urljoin("/pipeline/requests/", hrefs["Older requests ↓"])
+    older = parse_html(viewer_client.get(older_url).content)
+    rows = [tr.get("class") for tr in older.iter("tr") if tr.get("data-started")]
+    assert len(rows) == 15 and set(rows) == {"status-row-failed"}
 
 
 def test_list_pages_chain_without_repeats(viewer_client, ledger):
