@@ -63,7 +63,7 @@ class ImportReport:
         self.repairs: Counter[str] = Counter()
         self.failed_sessions: list[tuple[str, str]] = []  # (where, why)
         self.wrong_formats: list[tuple[str, str]] = []  # (input, message)
-        self.sessions_written = 0
+        self.empty_inputs: list[str] = []
 
     def skipped(self, where: str, why: str) -> None:
         """A malformed line or row, left out: where = "file.jsonl:12"."""
@@ -88,10 +88,24 @@ class ImportReport:
     def wrong_format(self, where: str, message: str) -> None:
         self.wrong_formats.append((where, message))
 
-    @property
-    def ok(self) -> bool:
-        """False when an input was refused or a session could not be written."""
-        return not self.wrong_formats and not self.failed_sessions
+    def empty(self, where: str) -> None:
+        """An input with nothing in it: nothing to import, said so, not an error."""
+        self.empty_inputs.append(where)
+
+    def left_out(self, fmt: str) -> list[str]:
+        """What of the input did not come in, one phrase per kind; empty when everything did.
+
+        Unknown record types are not in it: they are counted, but newer versions of an agent add
+        them all the time, and a rollout with one is still imported whole.
+        """
+        problems = []
+        if self.wrong_formats:
+            problems.append(f"{len(self.wrong_formats)} input(s) refused: not {fmt}")
+        if self.failed_sessions:
+            problems.append(f"{len(self.failed_sessions)} session(s) left out entirely")
+        if self.skips:
+            problems.append(f"{len(self.skips)} malformed record(s) skipped")
+        return problems
 
     def summary_lines(self) -> list[str]:
         lines = [
@@ -117,6 +131,11 @@ class ImportReport:
         if self.failed_sessions:
             lines.append(f"Sessions left out entirely: {len(self.failed_sessions)}")
             lines += [f"  {where}: {why}" for where, why in self.failed_sessions]
+        if self.empty_inputs:
+            lines.append(f"Empty files (nothing to import): {len(self.empty_inputs)}")
+            lines += [f"  {where}" for where in self.empty_inputs[:LISTED_SKIPS]]
+            if len(self.empty_inputs) > LISTED_SKIPS:
+                lines.append(f"  … and {len(self.empty_inputs) - LISTED_SKIPS} more")
         for where, message in self.wrong_formats:
             lines.append(f"Refused {where}: {message}")
         return lines

@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 from builders import LEDGER_DB
-from importing import IMPORT_FIXTURES, GrowingCopy, all_rows, json_objects, one, query, run_import
+from importing import (
+    IMPORT_FIXTURES,
+    LEFT_OUT,
+    GrowingCopy,
+    all_rows,
+    json_objects,
+    one,
+    query,
+    run_import,
+)
 
 SAMPLES = IMPORT_FIXTURES / "samples/claude-code"  # ../shared/samples, copied unedited
 FIXTURES = IMPORT_FIXTURES / "claude-code"
@@ -105,7 +114,7 @@ def test_a_real_sample_matches_a_plain_reading_of_it(tmp_path, path):
 def test_a_fixture_matches_a_plain_reading_of_it(tmp_path, name):
     path = FIXTURES / f"{name}.jsonl"
     dest = tmp_path / "l.sqlite3"
-    run_import("claude-code", path, ledger=dest)
+    run_import("claude-code", path, ledger=dest, left_out=LEFT_OUT if name == "malformed" else None)
     got = ledger_counts(dest, session_of(path))
     want = expected(path)
     assert got == {k: want[k] for k in got}
@@ -200,7 +209,12 @@ def test_a_compaction_is_a_turn_that_folds_the_turns_before_it(tmp_path):
 
 
 def test_malformed_lines_are_reported_with_file_and_line_and_skipped(tmp_path):
-    out = run_import("claude-code", FIXTURES / "malformed.jsonl", ledger=tmp_path / "l.sqlite3")
+    out = run_import(
+        "claude-code",
+        FIXTURES / "malformed.jsonl",
+        ledger=tmp_path / "l.sqlite3",
+        left_out=LEFT_OUT,
+    )
     assert "Skipped 2 malformed record(s):" in out
     assert "malformed.jsonl:2: not JSON" in out
     assert "malformed.jsonl:4: a JSON list, not an object" in out
@@ -213,9 +227,9 @@ def test_malformed_lines_are_reported_with_file_and_line_and_skipped(tmp_path):
 
 def test_importing_again_adds_nothing(tmp_path):
     dest = tmp_path / "l.sqlite3"
-    run_import("claude-code", FIXTURES, ledger=dest)
+    run_import("claude-code", FIXTURES, ledger=dest, left_out=LEFT_OUT)
     before = all_rows(dest)
-    run_import("claude-code", FIXTURES, ledger=dest)
+    run_import("claude-code", FIXTURES, ledger=dest, left_out=LEFT_OUT)
     assert all_rows(dest) == before
 
 
@@ -250,7 +264,7 @@ def test_a_folder_is_read_like_claude_projects(tmp_path):
     projects = tmp_path / "projects" / "-home-ada-shop"
     shutil.copytree(FIXTURES, projects, ignore=shutil.ignore_patterns("*.txt"))
     dest = tmp_path / "l.sqlite3"
-    run_import("claude-code", tmp_path / "projects", ledger=dest)
+    run_import("claude-code", tmp_path / "projects", ledger=dest, left_out=LEFT_OUT)
     # four transcripts and two subagents; the subagent file is not a session of its own
     assert one(dest, "SELECT count(*) FROM sessions") == 6
 
@@ -260,7 +274,7 @@ def test_a_folder_is_read_like_claude_projects(tmp_path):
 
 @LEDGER_DB
 def test_an_imported_session_with_subagents_renders_its_tree_and_links(viewer_client, ledger):
-    run_import("claude-code", FIXTURES)
+    run_import("claude-code", FIXTURES, left_out=LEFT_OUT)
     parent = session_of(FIXTURES / "subagent.jsonl")
     child = ledger.conn.execute(
         "SELECT id FROM sessions WHERE routing_key = ?", (f"subagent:{parent}:toolu_task2",)
@@ -279,7 +293,7 @@ def test_an_imported_session_with_subagents_renders_its_tree_and_links(viewer_cl
 
 @LEDGER_DB
 def test_an_imported_rewind_and_compaction_render_as_a_tree(viewer_client, ledger):
-    run_import("claude-code", FIXTURES)
+    run_import("claude-code", FIXTURES, left_out=LEFT_OUT)
     rewind = viewer_client.get(f"/sessions/{session_of(FIXTURES / 'rewind.jsonl')}/?format=json")
     assert rewind.status_code == 200
     totals = rewind.json()["totals"]
