@@ -50,9 +50,57 @@ COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
 
 
 def read(paths: list[Path], report: ImportReport) -> Iterator[SessionBundle]:
+    neighbours = NeighbourSummaries()
+
+    def read_one(path: Path, report: ImportReport) -> SessionBundle | None:
+        return read_transcript(path, report, neighbours)
+
     return read_transcripts(
-        paths, report, read_one=read_transcript, files_in=transcript_files, expected=EXPECTED
+        paths, report, read_one=read_one, files_in=transcript_files, expected=EXPECTED
     )
+
+
+class NeighbourSummaries:
+    """The summary lines at the head of the transcripts in a folder, read once per folder.
+
+    Claude Code writes the summary of a session at the top of *another* transcript of the same
+    project (anthropics/claude-code#2597), so a session's label may be in a file next to it,
+    whichever of the two is imported first, or alone.
+    """
+
+    def __init__(self):
+        self.by_folder: dict[Path, list[dict]] = {}
+
+    def around(self, path: Path) -> list[dict]:
+        folder = path.parent
+        if folder not in self.by_folder:
+            self.by_folder[folder] = [
+                summary
+                for other in sorted(folder.glob("*.jsonl"))
+                if other.is_file()
+                for summary in _head_summaries(other)
+            ]
+        return self.by_folder[folder]
+
+
+def _head_summaries(path: Path) -> list[dict]:
+    """The summary lines a transcript starts with (Claude Code writes them first)."""
+    found = []
+    try:
+        with path.open("rb") as file:
+            for raw in file:
+                if b'"summary"' not in raw[:64]:
+                    break
+                try:
+                    data = json.loads(raw)
+                except (ValueError, RecursionError):
+                    break
+                if not isinstance(data, dict) or data.get("type") != "summary":
+                    break
+                found.append(data)
+    except OSError:
+        return []
+    return found
 
 
 def transcript_files(folder: Path) -> list[Path]:
@@ -133,7 +181,9 @@ class Entry:
         return not self.text.startswith(INTERRUPTION)
 
 
-def read_transcript(path: Path, report: ImportReport) -> SessionBundle | None:
+def read_transcript(
+    path: Path, report: ImportReport, neighbours: NeighbourSummaries | None = None
+) -> SessionBundle | None:
     jsonl = read_jsonl(path)
     if jsonl.records and not any(_looks_like_claude(r.data) for r in jsonl.records):
         hint = " (it looks like a Codex rollout: try 'codex')" if _looks_like_codex(jsonl) else ""
@@ -159,7 +209,7 @@ def read_transcript(path: Path, report: ImportReport) -> SessionBundle | None:
         session_id=session_id,
         entries=main,
         routing_key=f"claude-code:{main[0].data.get('cwd') or session_id}",
-        label=_label(summaries, main),
+        label=_label(summaries + (neighbours or NeighbourSummaries()).around(path), main),
         report=report,
     )
     _attach_subagents(bundle, agent_ids, sidechain, report)
@@ -214,12 +264,17 @@ def _session_id(path: Path, main: list[Entry]) -> str:
 
 def _label(summaries: list[dict], main: list[Entry]) -> str | None:
     # Claude Code writes summaries of other sessions into a file too (anthropics/claude-code
-    # #2597): a summary whose leaf is in this file is this session's, any other is a fallback.
-    uuids = {e.uuid for e in main}
-    own = [s for s in summaries if _nonempty_str(s.get("leafUuid")) in uuids]
-    for summary in reversed(own or summaries):
-        if label := written_label(summary.get("summary")):
-            return label
+    # #2597): only a summary whose leaf is a line of this session names it; of several, the one
+    # of its latest leaf.
+    position = {e.uuid: n for n, e in enumerate(main)}
+    own = [
+        (position[leaf], n, label)
+        for n, s in enumerate(summaries)
+        if (leaf := _nonempty_str(s.get("leafUuid"))) in position
+        and (label := written_label(s.get("summary")))
+    ]
+    if own:
+        return max(own)[2]
     first_prompt = next((e for e in main if e.is_prompt), None)
     if first_prompt is None:
         return None

@@ -301,3 +301,51 @@ def test_an_imported_rewind_and_compaction_render_as_a_tree(viewer_client, ledge
     compacted = viewer_client.get(f"/sessions/{session_of(FIXTURES / 'compaction.jsonl')}/")
     assert compacted.status_code == 200
     assert "mark-compaction" in compacted.content.decode()
+
+
+# ----- labels from the right session ------------------------------------------------------------
+
+
+def first_prompt_text(path: Path) -> str:
+    line = next(x for x in json_objects(path) if is_prompt(x))
+    return next(b["text"] for b in blocks(line) if b.get("type") == "text")
+
+
+def test_a_summary_of_another_session_does_not_label_the_file_it_is_in(tmp_path):
+    """The real sample starts with the summary of a leaf it does not hold."""
+    sample = SAMPLES / "fed8ce56-bc79-401f-a83e-af084253362f.jsonl"
+    leaves = {x["leafUuid"] for x in json_objects(sample) if x.get("type") == "summary"}
+    assert leaves and not leaves & {x.get("uuid") for x in json_objects(sample)}
+    dest = tmp_path / "l.sqlite3"
+    run_import("claude-code", sample, ledger=dest)
+    assert one(dest, "SELECT label FROM sessions") == first_prompt_text(sample)
+
+
+def sessions_with_a_summary_in_the_other_file(folder: Path) -> tuple[Path, Path, str]:
+    """Two transcripts of one project: `writer` starts with the summary of `owner`'s leaf."""
+    folder.mkdir()
+    owner = folder / "compaction.jsonl"
+    shutil.copy(FIXTURES / "compaction.jsonl", owner)
+    leaf = [x["uuid"] for x in json_objects(owner) if "uuid" in x][-1]
+    summary = "Release notes for 2.0, written and checked"
+    writer = folder / "rewind.jsonl"
+    head = json.dumps({"type": "summary", "summary": summary, "leafUuid": leaf})
+    writer.write_text(head + "\n" + (FIXTURES / "rewind.jsonl").read_text())
+    return owner, writer, summary
+
+
+@pytest.mark.parametrize(
+    "order", [("folder",), ("owner",), ("owner", "writer"), ("writer", "owner")]
+)
+def test_a_summary_labels_the_session_that_owns_its_leaf_in_any_import_order(tmp_path, order):
+    owner, writer, summary = sessions_with_a_summary_in_the_other_file(tmp_path / "project")
+    dest = tmp_path / "l.sqlite3"
+    for what in order:
+        run_import("claude-code", {"folder": owner.parent, "owner": owner, "writer": writer}[what],
+                   ledger=dest)  # fmt: skip
+    labels = dict(query(dest, "SELECT id, label FROM sessions"))
+    owner_id = next(x["sessionId"] for x in json_objects(owner) if "sessionId" in x)
+    writer_id = next(x["sessionId"] for x in json_objects(writer) if "sessionId" in x)
+    assert labels[owner_id] == summary
+    if writer_id in labels:  # its own summary, not the one it holds for the other session
+        assert labels[writer_id] == "Fix the checkout total"
