@@ -27,11 +27,10 @@ from importers.jsonl import (
     encode_json,
     int_or_zero,
     jsonl_files,
-    one_line_label,
     read_jsonl,
     read_transcripts,
-    written_label,
 )
+from importers.naming import label_from, main_routing_key
 from importers.times import zoned_iso_ms
 
 FORMAT = "claude-code"
@@ -204,11 +203,12 @@ def read_transcript(
             report.unmapped("transcripts without conversation lines (only summaries)")
         return None
     session_id = _session_id(path, main)
+    cwd = main[0].data.get("cwd")
     bundle, agent_ids = _build_session(
         where=str(path),
         session_id=session_id,
         entries=main,
-        routing_key=f"claude-code:{main[0].data.get('cwd') or session_id}",
+        routing_key=main_routing_key(cwd, cwd if isinstance(cwd, str) and cwd else session_id),
         label=_label(summaries + (neighbours or NeighbourSummaries()).around(path), main),
         report=report,
     )
@@ -271,7 +271,7 @@ def _label(summaries: list[dict], main: list[Entry]) -> str | None:
         (position[leaf], n, label)
         for n, s in enumerate(summaries)
         if (leaf := _nonempty_str(s.get("leafUuid"))) in position
-        and (label := written_label(s.get("summary")))
+        and (label := label_from(s.get("summary")))
     ]
     if own:
         return max(own)[2]
@@ -281,8 +281,8 @@ def _label(summaries: list[dict], main: list[Entry]) -> str | None:
     # A slash command is written as tags: "<command-name>/init</command-name>…"
     command = COMMAND_NAME.search(first_prompt.text)
     if command:
-        return one_line_label("/" + command.group(1).strip().lstrip("/"))
-    return one_line_label(first_prompt.text)
+        return label_from("/" + command.group(1).strip().lstrip("/"))
+    return label_from(first_prompt.text)
 
 
 # ----- the turn tree --------------------------------------------------------------------------
@@ -615,7 +615,7 @@ def _attach_subagents(
             session_id=child_id,
             entries=chain,
             routing_key=f"subagent:{session_id}:{call['id']}",
-            label=one_line_label(str(description)) if description else _label([], chain),
+            label=label_from(str(description)) if description else _label([], chain),
             report=report,
         )
         bundle.children.append(child)

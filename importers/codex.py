@@ -41,11 +41,10 @@ from importers.jsonl import (
     encode_json,
     int_or_zero,
     jsonl_files,
-    one_line_label,
     read_jsonl,
     read_transcripts,
-    written_label,
 )
+from importers.naming import label_from, main_routing_key
 from importers.times import zoned_iso_ms
 
 FORMAT = "codex"
@@ -344,7 +343,7 @@ class _Rollout:
         elif kind == "collab_agent_spawn_end":
             self.spawn_end(payload)
         elif kind == "thread_name_updated":
-            if label := written_label(payload.get("thread_name")):
+            if label := label_from(payload.get("thread_name")):
                 self.label = label
         elif kind not in REPEATS:
             self.report.unknown(f"codex:event_msg:{kind}")
@@ -564,7 +563,7 @@ class _Rollout:
 
     def routing_key(self, meta: dict) -> str:
         """subagent:<parent>:<spawning call> for a subagent thread, fork:<origin>:<id> for a fork,
-        else codex:<working folder>."""
+        else <project>:<working folder> (importers/naming.py)."""
         if parent := _parent_thread(meta):
             call = self.lineage.spawning_call(self.session_id, parent, self.path)
             if call is None:
@@ -575,7 +574,8 @@ class _Rollout:
             return f"subagent:{parent}:{call or UNKNOWN_CALL}"
         if origin := _text(meta.get("forked_from_id")):
             return f"fork:{origin}:{self.session_id}"
-        return f"codex:{_text(meta.get('cwd')) or self.cwd_in_context() or self.session_id}"
+        cwd = _text(meta.get("cwd")) or self.cwd_in_context()
+        return main_routing_key(cwd, cwd or self.session_id)
 
     def cwd_in_context(self) -> str | None:
         """The working folder in an <environment_context> message (older layouts' meta has none)."""
@@ -586,7 +586,7 @@ class _Rollout:
 
     def first_prompt(self) -> str | None:
         prompt = next((m["content"] for m in self.messages if m["role"] == "user"), "")
-        return one_line_label(prompt)
+        return label_from(prompt)
 
 
 def _message_text(content, report: ImportReport | None) -> str:

@@ -17,7 +17,6 @@ from importers.bundle import ImportReport, WrongFormat
 SQLITE_HEADER = b"SQLite format 3\x00"
 # A JSON escape of a UTF-16 surrogate: only lines with one need the (slower) full check.
 ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
-LABEL_LENGTH = 120
 
 
 @dataclass
@@ -111,19 +110,6 @@ def encode_json(value) -> str:
             return json.dumps(value, ensure_ascii=False)
         return value
     return json.dumps(value, ensure_ascii=False)
-
-
-def one_line_label(text: str) -> str | None:
-    """A session label from free text (a prompt): its words on one line, cut at LABEL_LENGTH."""
-    return " ".join(text.split())[:LABEL_LENGTH] or None
-
-
-def written_label(value) -> str | None:
-    """A label the agent wrote itself (a summary, a thread name), kept as written but cut at
-    LABEL_LENGTH; None when it is blank or not text."""
-    if isinstance(value, str) and value.strip():
-        return value.strip()[:LABEL_LENGTH]
-    return None
 
 
 def int_or_zero(value) -> int:

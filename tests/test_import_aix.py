@@ -316,17 +316,19 @@ def test_a_subagent_without_tool_call_id_is_found_through_its_task_call(src, led
     ).fetchone() == (f"subagent:{MAIN}:toolu_spawner", "Do the delegated work")
 
 
-def test_main_sessions_are_named_and_routed_by_their_source(src, ledger):
+def test_main_sessions_are_named_by_their_source_and_routed_by_their_project(src, ledger):
+    """The persona names the program; the routing key's channel is the project (importers/naming.py),
+    so the breadcrumb does not read "cursor › cursor"."""
     cursor_history(src)
     run_import("aix", src.path)
     sessions = "SELECT id, persona, routing_key, label FROM sessions"
     rows = {i: (p, r, lbl) for i, p, r, lbl in ledger.conn.execute(sessions)}
     assert rows[MAIN] == (
         "cursor",
-        f"cursor:nexus:{MAIN}",
+        f"nexus:nexus:{MAIN}",
         "Rename ca_repo.py to conversation_analysis_repository.py",
     )
-    assert rows[CODEX] == ("codex", f"codex:{CODEX}", "Apply the patch")
+    assert rows[CODEX] == ("codex", f"imported:{CODEX}", "Apply the patch")  # no project
 
 
 def test_what_the_agents_ledger_cannot_hold_is_counted_per_column(src):
@@ -583,7 +585,7 @@ def test_ids_of_other_types_and_bytes_that_are_not_utf8_do_not_stop_the_import(s
     )
     summary = run_import("aix", src.path, left_out=LEFT_OUT)
     assert ledger.conn.execute("SELECT id, routing_key FROM sessions").fetchall() == [
-        ("42", "nexus:42")
+        ("42", "imported:42")
     ]
     assert ledger.conn.execute(
         "SELECT id, turn_id, content FROM messages ORDER BY sequence"

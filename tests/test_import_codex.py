@@ -107,7 +107,7 @@ def test_the_real_sample_matches_a_plain_reading_of_it(tmp_path):
         if r.get("type") == "event_msg" and r["payload"].get("type") == "thread_name_updated"
     ]
     label, routing_key = query(dest, "SELECT label, routing_key FROM sessions")[0]
-    assert (label, routing_key) == (names[-1], "codex:/tmp/repo")  # the thread's name
+    assert (label, routing_key) == (names[-1], "repo:/tmp/repo")  # the thread's name
     world_states = sum(1 for r in json_objects(sample) if r.get("type") == "world_state")
     assert f"codex:world_state: {world_states}" in out  # unknown: counted, skipped
 

@@ -125,7 +125,7 @@ def test_the_flat_layout_counts_its_state_lines_and_finds_its_folder(tmp_path):
     summary = run_import("codex", FLAT, ledger=dest)
     states = sum(1 for line in json_objects(FLAT) if line.get("record_type") == "state")
     assert f"Codex state lines (older layout: no conversation in them): {states}" in summary
-    assert one(dest, "SELECT routing_key FROM sessions") == "codex:/home/ada/shop"
+    assert one(dest, "SELECT routing_key FROM sessions") == "shop:/home/ada/shop"
 
 
 def test_an_unknown_item_in_an_older_layout_is_counted_not_refused(tmp_path):
