@@ -349,3 +349,25 @@ def test_a_summary_labels_the_session_that_owns_its_leaf_in_any_import_order(tmp
     assert labels[owner_id] == summary
     if writer_id in labels:  # its own summary, not the one it holds for the other session
         assert labels[writer_id] == "Fix the checkout total"
+
+
+@LEDGER_DB
+def test_the_turn_panel_says_its_prompt_tokens_are_the_context_of_the_last_call(
+    viewer_client, ledger
+):
+    """Claude Code writes one usage per API response; the turn's prompt tokens are the last
+    response's input with its cache reads and writes (the context then), as the panel says."""
+    sample = SAMPLE_FILES[0]
+    run_import("claude-code", sample)
+    session_id = next(x["sessionId"] for x in json_objects(sample) if "sessionId" in x)
+    turn_id, prompt = query(
+        ledger.path,
+        "SELECT id, prompt_tokens FROM turns WHERE session_id = ? AND prompt_tokens > 0"
+        " ORDER BY started_at LIMIT 1",
+        session_id,
+    )[0]
+    panel = viewer_client.get(
+        f"/sessions/{session_id}/turns/{turn_id}/", headers={"HX-Request": "true"}
+    ).content.decode()
+    assert f"{prompt:,} context + " in panel
+    assert "not the input billed over all its calls" in panel
