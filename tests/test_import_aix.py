@@ -317,8 +317,8 @@ def test_a_subagent_without_tool_call_id_is_found_through_its_task_call(src, led
 
 
 def test_main_sessions_are_named_by_their_source_and_routed_by_their_project(src, ledger):
-    """The persona names the program; the routing key's channel is the project (importers/naming.py),
-    so the breadcrumb does not read "cursor › cursor"."""
+    """The persona names the program; the routing key's channel is the project
+    (importers/naming.py), so the breadcrumb does not read "cursor › cursor"."""
     cursor_history(src)
     run_import("aix", src.path)
     sessions = "SELECT id, persona, routing_key, label FROM sessions"
