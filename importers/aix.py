@@ -248,7 +248,8 @@ class _Reader(SourceReader):
         for message in messages.values():
             turn = placed.get(message["id"])
             if turn is None:
-                self.skip("agent_messages", message, "no turn holds it yet (an open exchange?)")
+                where = self.where("agent_messages", message.get("id"))
+                self.report.waiting(where, "no turn holds it yet (an open exchange?)")
             elif turn.skipped:
                 self.skip("agent_messages", message, f"its turn {turn.id} was left out")
             else:

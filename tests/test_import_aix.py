@@ -426,7 +426,8 @@ def test_an_open_exchange_waits_for_its_turn(src, ledger):
     turns = cursor_history(src)
     main = {"id": MAIN, "model": "claude-4.5-opus-high-thinking"}
     query = src.message(main, "user", "And deploy it", T0 + 400_000)
-    summary = run_import("aix", src.path, left_out=LEFT_OUT)
+    summary = run_import("aix", src.path)  # not an error: the next import brings it
+    assert "Left for a later import (not finished in the source): 1" in summary
     assert f"agent_messages id={query['id']}: no turn holds it yet" in summary
     assert not one(ledger.path, "SELECT count(*) FROM messages WHERE id = ?", query["id"])
 

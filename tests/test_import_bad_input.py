@@ -145,3 +145,30 @@ def test_an_empty_file_in_a_folder_is_listed_and_the_others_imported(tmp_path, f
     sessions = {r.get("sessionId") or r.get("payload", {}).get("id") for r in json_objects(source)}
     assert one(dest, "SELECT count(*) FROM sessions") == 1
     assert one(dest, "SELECT id FROM sessions") in sessions
+
+
+@pytest.mark.parametrize("written_before", [0, 1])
+def test_an_interrupted_import_into_a_new_ledger_keeps_what_it_wrote(
+    tmp_path, monkeypatch, written_before
+):
+    """Ctrl-C halfway: sessions already written stay (a rerun adds the rest); a new ledger
+    with nothing in it yet is taken away."""
+    from ledgerweb.management.commands import ledger_import
+
+    calls = []
+
+    def write_then_interrupt(conn, bundle, report):
+        if len(calls) == written_before:
+            raise KeyboardInterrupt
+        calls.append(bundle)
+        real_write(conn, bundle, report)
+
+    real_write = ledger_import.write
+    monkeypatch.setattr(ledger_import, "write", write_then_interrupt)
+    dest = tmp_path / "l.sqlite3"
+    with pytest.raises(KeyboardInterrupt):
+        run_import("claude-code", CLAUDE / "rewind.jsonl", CLAUDE / "compaction.jsonl", ledger=dest)
+    if written_before:
+        assert one(dest, "SELECT count(*) FROM sessions") == written_before
+    else:
+        assert not dest.exists()

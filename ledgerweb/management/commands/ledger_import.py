@@ -36,21 +36,27 @@ class Command(BaseCommand):
         module = format_module(format)
         report = ImportReport()
         try:
-            conn = sqlite3.connect(destination, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            try:
-                for path in paths:
-                    self._import_one(module, path, conn, report)
-            finally:
-                conn.close()
-        except BaseException:
-            if created:
+            self._import_all(module, paths, destination, report)
+        finally:
+            if created and not report.wrote_anything:
+                # A new ledger with nothing in it would only be a surprise later (also after an
+                # interruption; one with sessions in it stays: a rerun adds the rest).
                 created.remove()
-            raise
+        self._write_summary(format, destination, created, report)
+        if problems := report.left_out(format):
+            # Exit non-zero so that cron (or a script) notices what did not come in.
+            raise CommandError("; ".join(problems) + " (see above)")
 
-        wrote = any(report.added.values())
-        if created and not wrote:
-            # A new ledger with nothing in it would only be a surprise later: take it away.
-            created.remove()
+    def _import_all(self, module, paths: list[Path], destination: Path, report: ImportReport):
+        conn = sqlite3.connect(destination, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            for path in paths:
+                self._import_one(module, path, conn, report)
+        finally:
+            conn.close()
+
+    def _write_summary(self, format: str, destination: Path, created, report: ImportReport):
+        if created and not report.wrote_anything:
             self.stdout.write(f"Nothing imported: no ledger was created at {destination}")
         else:
             if created:
@@ -59,9 +65,6 @@ class Command(BaseCommand):
         self.stdout.write(f"sessions added: {report.added['sessions']}")
         for line in report.summary_lines():
             self.stdout.write(line)
-        if problems := report.left_out(format):
-            # Exit non-zero so that cron (or a script) notices what did not come in.
-            raise CommandError("; ".join(problems) + " (see above)")
 
     def _import_one(self, module, path: Path, conn, report: ImportReport) -> None:
         # A wrong-format input is refused on its own; the other inputs are still imported.
