@@ -223,7 +223,12 @@ def _looks_like_claude(data: dict) -> bool:
 
 
 def _looks_like_codex(jsonl) -> bool:
-    return any({"timestamp", "type", "payload"} <= r.data.keys() for r in jsonl.records[:50])
+    """Envelope lines, or the older flat layout's state lines / first {id, timestamp} line."""
+    head = [r.data for r in jsonl.records[:50]]
+    return any(
+        {"timestamp", "type", "payload"} <= data.keys() or data.get("record_type") == "state"
+        for data in head
+    ) or bool(head and {"id", "timestamp"} <= head[0].keys() and "type" not in head[0])
 
 
 def _sort_lines(records: list[Record], report: ImportReport):

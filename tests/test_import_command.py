@@ -52,6 +52,7 @@ def test_it_writes_into_the_configured_ledger_without_ledger_option(ledger):
         ("claude-code", CODEX / "malformed.jsonl", "not a Claude Code transcript"),
         ("claude-code", CLAUDE / "not-a-transcript.txt", "expected a Claude Code transcript"),
         ("codex", CLAUDE / "rewind.jsonl", "try 'claude-code'"),
+        ("claude-code", next((CODEX / "layouts").glob("*.jsonl")), "try 'codex'"),  # flat layout
         ("codex", CLAUDE / "not-a-transcript.txt", "not a Codex CLI rollout"),
     ],
 )
