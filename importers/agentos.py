@@ -23,11 +23,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from importers.bundle import ImportReport, SessionBundle, derived_id
+from importers.naming import label_from, main_routing_key
 from importers.sqlite_source import (
     RowsByKey,
     SourceReader,
     call_outcome,
-    first_line,
     json_as_written,
     message_row,
     read_ledgers,
@@ -253,7 +253,7 @@ class _Reader(SourceReader):
     def routing_key(self, task: dict, task_id: str) -> str:
         parent = text_id(task["parent_task_id"])
         if parent is None:
-            return f"{PERSONA}:{task_id}"
+            return main_routing_key(None, task_id)
         return f"subagent:{parent}:{self.spawned_by.get(task_id, task_id)}"
 
 
@@ -289,9 +289,9 @@ def _message_problem(row: dict) -> str | None:
 def _label(task: dict, messages: list[dict], call_messages: set[str]) -> str | None:
     for message in messages:
         query = message["role"] == "user" and message["id"] not in call_messages
-        if query and (line := first_line(message["content"])):
+        if query and (line := label_from(message["content"])):
             return line
-    return first_line(task["system_prompt"])
+    return label_from(task["system_prompt"])
 
 
 def _names(text, value: str) -> bool:

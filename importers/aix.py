@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from importers.bundle import ImportReport, SessionBundle
+from importers.naming import label_from, main_routing_key
 from importers.sqlite_source import (
     RowsByKey,
     SourceReader,
     call_outcome,
     columns_of,
-    first_line,
     json_as_written,
     message_row,
     read_ledgers,
@@ -248,7 +248,8 @@ class _Reader(SourceReader):
         for message in messages.values():
             turn = placed.get(message["id"])
             if turn is None:
-                self.skip("agent_messages", message, "no turn holds it yet (an open exchange?)")
+                where = self.where("agent_messages", message.get("id"))
+                self.report.waiting(where, "no turn holds it yet (an open exchange?)")
             elif turn.skipped:
                 self.skip("agent_messages", message, f"its turn {turn.id} was left out")
             else:
@@ -308,20 +309,17 @@ class _Reader(SourceReader):
                 or session_id.removeprefix("task-")
             )
             return f"subagent:{parent}:{call_id}"
-        source = text_id(session.get("source")) or "aix"
-        if source in ("subagent", "fork"):  # would read as a subagent or fork key
-            source = f"aix-{source}"
         project = text_id(session.get("project"))
-        return f"{source}:{project}:{session_id}" if project else f"{source}:{session_id}"
+        return main_routing_key(project, f"{project}:{session_id}" if project else session_id)
 
     def label(self, session: dict, turns: list[_Turn]) -> str | None:
-        if description := first_line(session.get("task_description"), 120):
+        if description := label_from(session.get("task_description")):
             return description
         for turn in turns:
             for message in sorted(turn.messages, key=_message_order):
-                if message["role"] == "user" and (line := first_line(message["content"])):
+                if message["role"] == "user" and (line := label_from(message["content"])):
                     return line
-        return text_id(session.get("project"))
+        return label_from(text_id(session.get("project")))
 
 
 def _call_row(row: dict, call_id: str, name: str, turn_id: str, message: dict, n: int) -> dict:

@@ -63,11 +63,17 @@ class ImportReport:
         self.repairs: Counter[str] = Counter()
         self.failed_sessions: list[tuple[str, str]] = []  # (where, why)
         self.wrong_formats: list[tuple[str, str]] = []  # (input, message)
-        self.sessions_written = 0
+        self.empty_inputs: list[str] = []
+        self.waits: list[tuple[str, str]] = []  # (where, why) of records for a later import
 
     def skipped(self, where: str, why: str) -> None:
         """A malformed line or row, left out: where = "file.jsonl:12"."""
         self.skips.append((where, why))
+
+    def waiting(self, where: str, why: str) -> None:
+        """A record the source has not finished yet (a question without its answer): left for a
+        later import, which brings it; listed, but not a reason to fail the run."""
+        self.waits.append((where, why))
 
     def unknown(self, record_type: str) -> None:
         """A record type the importer does not know: counted, not fatal."""
@@ -88,10 +94,28 @@ class ImportReport:
     def wrong_format(self, where: str, message: str) -> None:
         self.wrong_formats.append((where, message))
 
+    def empty(self, where: str) -> None:
+        """An input with nothing in it: nothing to import, said so, not an error."""
+        self.empty_inputs.append(where)
+
     @property
-    def ok(self) -> bool:
-        """False when an input was refused or a session could not be written."""
-        return not self.wrong_formats and not self.failed_sessions
+    def wrote_anything(self) -> bool:
+        return any(self.added.values())
+
+    def left_out(self, fmt: str) -> list[str]:
+        """What of the input did not come in, one phrase per kind; empty when everything did.
+
+        Unknown record types are not in it: they are counted, but newer versions of an agent add
+        them all the time, and a rollout with one is still imported whole.
+        """
+        problems = []
+        if self.wrong_formats:
+            problems.append(f"{len(self.wrong_formats)} input(s) refused: not {fmt}")
+        if self.failed_sessions:
+            problems.append(f"{len(self.failed_sessions)} session(s) left out entirely")
+        if self.skips:
+            problems.append(f"{len(self.skips)} malformed record(s) skipped")
+        return problems
 
     def summary_lines(self) -> list[str]:
         lines = [
@@ -101,10 +125,10 @@ class ImportReport:
             if self.added[table] or self.present[table] or table != "compactions"
         ]
         if self.skips:
-            lines.append(f"Skipped {len(self.skips)} malformed record(s):")
-            lines += [f"  {where}: {why}" for where, why in self.skips[:LISTED_SKIPS]]
-            if len(self.skips) > LISTED_SKIPS:
-                lines.append(f"  … and {len(self.skips) - LISTED_SKIPS} more")
+            lines += _listed(f"Skipped {len(self.skips)} malformed record(s):", self.skips)
+        if self.waits:
+            title = f"Left for a later import (not finished in the source): {len(self.waits)}"
+            lines += _listed(title, self.waits)
         if self.unknown_types:
             lines.append("Unknown record types (counted, skipped):")
             lines += [f"  {name}: {n}" for name, n in sorted(self.unknown_types.items())]
@@ -117,9 +141,20 @@ class ImportReport:
         if self.failed_sessions:
             lines.append(f"Sessions left out entirely: {len(self.failed_sessions)}")
             lines += [f"  {where}: {why}" for where, why in self.failed_sessions]
+        if self.empty_inputs:
+            title = f"Empty files (nothing to import): {len(self.empty_inputs)}"
+            lines += _listed(title, [(where, None) for where in self.empty_inputs])
         for where, message in self.wrong_formats:
             lines.append(f"Refused {where}: {message}")
         return lines
+
+
+def _listed(title: str, items: list[tuple[str, str | None]]) -> list[str]:
+    """A title and its first LISTED_SKIPS items ("where: why"), the rest only counted."""
+    lines = [title] + [f"  {where}: {why}" if why else f"  {where}" for where, why in items]
+    if len(items) > LISTED_SKIPS:
+        lines[LISTED_SKIPS + 1 :] = [f"  … and {len(items) - LISTED_SKIPS} more"]
+    return lines
 
 
 def derived_id(ms: int, *parts) -> str:

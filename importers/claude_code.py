@@ -27,11 +27,10 @@ from importers.jsonl import (
     encode_json,
     int_or_zero,
     jsonl_files,
-    one_line_label,
     read_jsonl,
     read_transcripts,
-    written_label,
 )
+from importers.naming import label_from, main_routing_key
 from importers.times import zoned_iso_ms
 
 FORMAT = "claude-code"
@@ -50,9 +49,57 @@ COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
 
 
 def read(paths: list[Path], report: ImportReport) -> Iterator[SessionBundle]:
+    neighbours = NeighbourSummaries()
+
+    def read_one(path: Path, report: ImportReport) -> SessionBundle | None:
+        return read_transcript(path, report, neighbours)
+
     return read_transcripts(
-        paths, report, read_one=read_transcript, files_in=transcript_files, expected=EXPECTED
+        paths, report, read_one=read_one, files_in=transcript_files, expected=EXPECTED
     )
+
+
+class NeighbourSummaries:
+    """The summary lines at the head of the transcripts in a folder, read once per folder.
+
+    Claude Code writes the summary of a session at the top of *another* transcript of the same
+    project (anthropics/claude-code#2597), so a session's label may be in a file next to it,
+    whichever of the two is imported first, or alone.
+    """
+
+    def __init__(self):
+        self.by_folder: dict[Path, list[dict]] = {}
+
+    def around(self, path: Path) -> list[dict]:
+        folder = path.parent
+        if folder not in self.by_folder:
+            self.by_folder[folder] = [
+                summary
+                for other in sorted(folder.glob("*.jsonl"))
+                if other.is_file()
+                for summary in _head_summaries(other)
+            ]
+        return self.by_folder[folder]
+
+
+def _head_summaries(path: Path) -> list[dict]:
+    """The summary lines a transcript starts with (Claude Code writes them first)."""
+    found = []
+    try:
+        with path.open("rb") as file:
+            for raw in file:
+                if b'"summary"' not in raw[:64]:
+                    break
+                try:
+                    data = json.loads(raw)
+                except (ValueError, RecursionError):
+                    break
+                if not isinstance(data, dict) or data.get("type") != "summary":
+                    break
+                found.append(data)
+    except OSError:
+        return []
+    return found
 
 
 def transcript_files(folder: Path) -> list[Path]:
@@ -133,7 +180,9 @@ class Entry:
         return not self.text.startswith(INTERRUPTION)
 
 
-def read_transcript(path: Path, report: ImportReport) -> SessionBundle | None:
+def read_transcript(
+    path: Path, report: ImportReport, neighbours: NeighbourSummaries | None = None
+) -> SessionBundle | None:
     jsonl = read_jsonl(path)
     if jsonl.records and not any(_looks_like_claude(r.data) for r in jsonl.records):
         hint = " (it looks like a Codex rollout: try 'codex')" if _looks_like_codex(jsonl) else ""
@@ -154,12 +203,13 @@ def read_transcript(path: Path, report: ImportReport) -> SessionBundle | None:
             report.unmapped("transcripts without conversation lines (only summaries)")
         return None
     session_id = _session_id(path, main)
+    cwd = main[0].data.get("cwd")
     bundle, agent_ids = _build_session(
         where=str(path),
         session_id=session_id,
         entries=main,
-        routing_key=f"claude-code:{main[0].data.get('cwd') or session_id}",
-        label=_label(summaries, main),
+        routing_key=main_routing_key(cwd, cwd if isinstance(cwd, str) and cwd else session_id),
+        label=_label(summaries + (neighbours or NeighbourSummaries()).around(path), main),
         report=report,
     )
     _attach_subagents(bundle, agent_ids, sidechain, report)
@@ -173,7 +223,12 @@ def _looks_like_claude(data: dict) -> bool:
 
 
 def _looks_like_codex(jsonl) -> bool:
-    return any({"timestamp", "type", "payload"} <= r.data.keys() for r in jsonl.records[:50])
+    """Envelope lines, or the older flat layout's state lines / first {id, timestamp} line."""
+    head = [r.data for r in jsonl.records[:50]]
+    return any(
+        {"timestamp", "type", "payload"} <= data.keys() or data.get("record_type") == "state"
+        for data in head
+    ) or bool(head and {"id", "timestamp"} <= head[0].keys() and "type" not in head[0])
 
 
 def _sort_lines(records: list[Record], report: ImportReport):
@@ -214,20 +269,25 @@ def _session_id(path: Path, main: list[Entry]) -> str:
 
 def _label(summaries: list[dict], main: list[Entry]) -> str | None:
     # Claude Code writes summaries of other sessions into a file too (anthropics/claude-code
-    # #2597): a summary whose leaf is in this file is this session's, any other is a fallback.
-    uuids = {e.uuid for e in main}
-    own = [s for s in summaries if _nonempty_str(s.get("leafUuid")) in uuids]
-    for summary in reversed(own or summaries):
-        if label := written_label(summary.get("summary")):
-            return label
+    # #2597): only a summary whose leaf is a line of this session names it; of several, the one
+    # of its latest leaf.
+    position = {e.uuid: n for n, e in enumerate(main)}
+    own = [
+        (position[leaf], n, label)
+        for n, s in enumerate(summaries)
+        if (leaf := _nonempty_str(s.get("leafUuid"))) in position
+        and (label := label_from(s.get("summary")))
+    ]
+    if own:
+        return max(own)[2]
     first_prompt = next((e for e in main if e.is_prompt), None)
     if first_prompt is None:
         return None
     # A slash command is written as tags: "<command-name>/init</command-name>…"
     command = COMMAND_NAME.search(first_prompt.text)
     if command:
-        return one_line_label("/" + command.group(1).strip().lstrip("/"))
-    return one_line_label(first_prompt.text)
+        return label_from("/" + command.group(1).strip().lstrip("/"))
+    return label_from(first_prompt.text)
 
 
 # ----- the turn tree --------------------------------------------------------------------------
@@ -560,7 +620,7 @@ def _attach_subagents(
             session_id=child_id,
             entries=chain,
             routing_key=f"subagent:{session_id}:{call['id']}",
-            label=one_line_label(str(description)) if description else _label([], chain),
+            label=label_from(str(description)) if description else _label([], chain),
             report=report,
         )
         bundle.children.append(child)

@@ -1,12 +1,27 @@
-"""Codex CLI rollouts (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl).
+"""Codex CLI rollouts (~/.codex/sessions/…/rollout-*.jsonl, and the first CLI's rollout-*.json).
 
-Every line is an envelope {timestamp, type, payload}: `session_meta` (the session), `turn_context`
-(the model of the turns that follow), `response_item` (messages, tool calls and their outputs,
-reasoning), `event_msg` (token counts, turn start/end; most others repeat response items for the
-UI) and `compacted`. A rollout is one linear conversation: a turn starts at each user message and
-takes the assistant's messages and tool calls until the next one; a `compacted` record is a turn
-of its own. Tool calls (`function_call`, `custom_tool_call`, `local_shell_call`, …) are matched to
-their outputs by `call_id`.
+The Codex CLI has written three layouts, each recognised per file:
+
+- envelope (Rust CLI since September 2025): every line is {timestamp, type, payload}:
+  `session_meta` (the session), `turn_context` (the model of the turns that follow),
+  `response_item` (messages, tool calls and their outputs, reasoning), `event_msg` (token counts,
+  turn start/end; most others repeat response items for the UI) and `compacted`.
+- flat (Rust CLI, May to September 2025): a first line {id, timestamp, instructions, git}, then
+  bare response items ({"type": "message", …}) and {"record_type": "state"} lines; no time per
+  line, so every record takes the session's start time.
+- document (the TypeScript CLI, spring 2025): one JSON document {session: {id, timestamp,
+  instructions}, items: [response items]}.
+
+The older two are read as the envelope layout would have written them. A rollout is one linear
+conversation: a turn starts at each user message and takes the assistant's messages and tool calls
+until the next one; a `compacted` record is a turn of its own. Tool calls (`function_call`,
+`custom_tool_call`, `local_shell_call`, …) are matched to their outputs by `call_id`. A record
+type we do not know is counted and reported, never a reason to refuse the file.
+
+A subagent thread (session_meta `parent_thread_id`, or source subagent.thread_spawn) becomes a
+subagent session of its parent, linked to the tool call that spawned it (the parent's
+`collab_agent_spawn_end` event names the new thread); a fork (`forked_from_id`) a fork session
+of its origin (ARCHITECTURE.md §2 routing keys).
 
 The session keeps its id from session_meta. Rows inside a rollout have no id that is unique
 beyond it, so theirs are derived from the session id and their line number: a rollout only grows
@@ -16,6 +31,7 @@ at its end, so importing it again gives every old row the same id and adds only 
 import json
 import re
 from collections.abc import Iterator
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,11 +41,10 @@ from importers.jsonl import (
     encode_json,
     int_or_zero,
     jsonl_files,
-    one_line_label,
     read_jsonl,
     read_transcripts,
-    written_label,
 )
+from importers.naming import label_from, main_routing_key
 from importers.times import zoned_iso_ms
 
 FORMAT = "codex"
@@ -63,36 +78,148 @@ REPEATS = {
     "web_search_begin", "web_search_end", "view_image_tool_call", "image_generation_end",
     "item_started", "item_completed", "context_compacted", "thread_settings_applied",
 }  # fmt: skip
+CWD_IN_CONTEXT = re.compile(r"<cwd>(.*?)</cwd>", re.S)
+TIME_IN_NAME = re.compile(r"rollout-(\d{4}-\d\d-\d\d)(?:T(\d\d)-(\d\d)-(\d\d))?")
 UUID_IN_NAME = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
 
 def read(paths: list[Path], report: ImportReport) -> Iterator[SessionBundle]:
+    lineage = _Lineage()
+
+    def read_one(path: Path, report: ImportReport) -> SessionBundle | None:
+        return read_rollout(path, report, lineage)
+
     return read_transcripts(
-        paths, report, read_one=read_rollout, files_in=jsonl_files, expected=EXPECTED
+        paths, report, read_one=read_one, files_in=rollout_files, expected=EXPECTED
     )
+
+
+def rollout_files(folder: Path) -> list[Path]:
+    """The rollouts of a ~/.codex/sessions-style folder: JSONL, and the first CLI's JSON files."""
+    documents = [p for p in folder.rglob("rollout-*.json") if p.is_file()]
+    return sorted([*jsonl_files(folder), *documents])
 
 
 def _is_envelope(data: dict) -> bool:
     return isinstance(data.get("type"), str) and isinstance(data.get("payload"), dict)
 
 
-def read_rollout(path: Path, report: ImportReport) -> SessionBundle | None:
-    jsonl = read_jsonl(path)
-    if not any(_is_envelope(r.data) for r in jsonl.records):
-        hint = ""
-        if any("uuid" in r.data and "sessionId" in r.data for r in jsonl.records):
-            hint = " (it looks like a Claude Code transcript: try 'claude-code')"
-        raise WrongFormat(f"{path} is not {EXPECTED}{hint}")
-    jsonl.report_malformed(report)
-    session_id = _session_id(path, jsonl.records)
-    rollout = _Rollout(path, session_id or path.name, report)
-    for record in jsonl.records:
+def read_rollout(
+    path: Path, report: ImportReport, lineage: "_Lineage | None" = None
+) -> SessionBundle | None:
+    records = _envelope_records(path, report)
+    session_id = _session_id(path, records)
+    rollout = _Rollout(path, session_id or path.name, report, lineage or _Lineage())
+    for record in records:
         rollout.add(record)  # even without a session: unknown records are still counted
     if session_id is None:
         if rollout.turns:
             report.session_failed(str(path), "no session_meta record and no session id in its name")
         return None
     return rollout.bundle()
+
+
+# ----- layouts --------------------------------------------------------------------------------
+
+# The response item types of the flat layout's bare lines (they tell it from other JSONL).
+ITEM_TYPES = {"message", "reasoning", *CALLS, *OUTPUTS}
+OLDER_LAYOUT_TIME = "Codex records of an older layout (no time of their own: the session's start)"
+
+
+def _envelope_records(path: Path, report: ImportReport) -> list[Record]:
+    """The rollout's records in the envelope layout, whichever layout the file has."""
+    jsonl = read_jsonl(path)
+    if any(_is_envelope(r.data) for r in jsonl.records):
+        jsonl.report_malformed(report)
+        return jsonl.records
+    if _is_flat(jsonl.records):
+        jsonl.report_malformed(report)
+        return _from_flat(path, jsonl.records, report)
+    if document := _document(path, jsonl):
+        return _from_document(path, document, report)
+    hint = ""
+    if any("uuid" in r.data and "sessionId" in r.data for r in jsonl.records):
+        hint = " (it looks like a Claude Code transcript: try 'claude-code')"
+    raise WrongFormat(f"{path} is not {EXPECTED}{hint}")
+
+
+def _is_meta_line(data: dict) -> bool:
+    return isinstance(data.get("id"), str) and "timestamp" in data and "type" not in data
+
+
+def _is_flat(records: list[Record]) -> bool:
+    if not records:
+        return False
+    if _is_meta_line(records[0].data):
+        return True
+    return any(
+        r.data.get("record_type") == "state"
+        or (r.data.get("type") in ITEM_TYPES and "sessionId" not in r.data)
+        for r in records
+    )
+
+
+def _from_flat(path: Path, records: list[Record], report: ImportReport) -> list[Record]:
+    start = _time_in_name(path)  # until the first line says better
+    converted = []
+    for record in records:
+        data = record.data
+        if _is_meta_line(data) and not converted:
+            start = data["timestamp"] if zoned_iso_ms(data["timestamp"]) else start
+            converted.append(_enveloped(record, start, "session_meta", data))
+        elif data.get("record_type") == "state":
+            report.unmapped("Codex state lines (older layout: no conversation in them)")
+        elif isinstance(data.get("type"), str):
+            converted.append(_enveloped(record, start, "response_item", data))
+            report.repaired(OLDER_LAYOUT_TIME)
+        else:
+            report.unknown("codex:(no type) (older layout)")
+    return converted
+
+
+def _document(path: Path, jsonl) -> dict | None:
+    """The first CLI's rollout: one JSON document {session, items} (pretty-printed)."""
+    if jsonl.records and path.suffix != ".json":
+        return None
+    try:
+        document = json.loads(path.read_bytes())
+    except ValueError:
+        return None
+    if isinstance(document, dict) and isinstance(document.get("items"), list):
+        session = document.get("session")
+        if isinstance(session, dict):
+            return document
+    return None
+
+
+def _from_document(path: Path, document: dict, report: ImportReport) -> list[Record]:
+    session = document["session"]
+    start = session.get("timestamp")
+    start = start if zoned_iso_ms(start) else _time_in_name(path)
+    records = [_enveloped(Record(f"{path}: session", 0, session), start, "session_meta", session)]
+    for n, item in enumerate(document["items"], start=1):
+        where = f"{path}: items[{n - 1}]"
+        if not isinstance(item, dict) or not isinstance(item.get("type"), str):
+            report.skipped(where, "not a response item")
+            continue
+        records.append(_enveloped(Record(where, n, item), start, "response_item", item))
+        report.repaired(OLDER_LAYOUT_TIME)
+    return records
+
+
+def _time_in_name(path: Path) -> str | None:
+    """The start time in a rollout's name: rollout-2025-05-07T17-24-21-<uuid>.jsonl (UTC) or,
+    from the first CLI, rollout-2025-04-16-<uuid>.json (a day only)."""
+    found = TIME_IN_NAME.match(path.name)
+    if not found:
+        return None
+    day, hour, minute, second = found.groups()
+    return f"{day}T{hour or '00'}:{minute or '00'}:{second or '00'}Z"
+
+
+def _enveloped(record: Record, timestamp, kind: str, payload: dict) -> Record:
+    data = {"timestamp": timestamp, "type": kind, "payload": payload}
+    return Record(record.where, record.line, data)
 
 
 def _session_id(path: Path, records: list[Record]) -> str | None:
@@ -123,9 +250,10 @@ class _Turn:
 class _Rollout:
     """The state of reading one rollout, record by record."""
 
-    def __init__(self, path: Path, session_id: str, report: ImportReport):
+    def __init__(self, path: Path, session_id: str, report: ImportReport, lineage: "_Lineage"):
         self.path = path
         self.report = report
+        self.lineage = lineage
         self.session_id = session_id
         self.meta: dict | None = None
         self.label: str | None = None
@@ -135,6 +263,7 @@ class _Rollout:
         self.compactions: list[dict] = []
         self.preamble: list[tuple[Record, int, str]] = []  # context waiting for the next turn
         self.open_calls: dict[str, dict] = {}  # call_id -> the call still waiting for its output
+        self.calls: dict[str, dict] = {}  # call_id -> its row (a subagent names its spawning call)
         self.total_output: int | None = None  # output tokens so far, from the last token_count
         self.context_tokens: int | None = None
         self.has_task_events = False
@@ -211,11 +340,22 @@ class _Rollout:
                 turn.ended = "failed" if failed else "completed"
                 turn.ended_at = ms
                 turn.last_ms = max(turn.last_ms, ms)
+        elif kind == "collab_agent_spawn_end":
+            self.spawn_end(payload)
         elif kind == "thread_name_updated":
-            if label := written_label(payload.get("thread_name")):
+            if label := label_from(payload.get("thread_name")):
                 self.label = label
         elif kind not in REPEATS:
             self.report.unknown(f"codex:event_msg:{kind}")
+
+    def spawn_end(self, payload: dict) -> None:
+        """A subagent thread started by one of our calls (a fork repeats its origin's spawns:
+        those name the origin as sender and are not ours)."""
+        call = self.calls.get(payload.get("call_id"))
+        child = _text(payload.get("new_thread_id"))
+        sender = _text(payload.get("sender_thread_id"))
+        if call and child and sender in (None, self.session_id):
+            self.lineage.spawned(child, self.session_id, call["id"])
 
     # ----- conversation -----------------------------------------------------------------------
 
@@ -302,8 +442,10 @@ class _Rollout:
         turn.calls.append(row)
         turn.answered = True
         turn.last_ms = max(turn.last_ms, ms)
-        if isinstance(payload.get("call_id"), str) and row["status"] == "pending":
-            self.open_calls[payload["call_id"]] = row
+        if isinstance(payload.get("call_id"), str):
+            self.calls[payload["call_id"]] = row
+            if row["status"] == "pending":
+                self.open_calls[payload["call_id"]] = row
 
     def output(self, record: Record, ms: int, payload: dict) -> None:
         call_id = payload.get("call_id")
@@ -373,11 +515,10 @@ class _Rollout:
             self.flush_preamble()  # context written after the last prompt stays with it
         rows = [self.finish(turn, is_last=turn is self.turns[-1]) for turn in self.turns]
         meta = self.meta or {}
-        cwd = meta.get("cwd")
         session = {
             "id": self.session_id,
             "persona": PERSONA,
-            "routing_key": f"codex:{cwd if isinstance(cwd, str) and cwd else self.session_id}",
+            "routing_key": self.routing_key(meta),
             "label": self.label or self.first_prompt(),
             "root_turn_id": rows[0]["id"],
             "current_turn_id": rows[-1]["id"],
@@ -420,9 +561,32 @@ class _Rollout:
             "total_tokens": prompt + turn.completion if prompt is not None else None,
         }
 
+    def routing_key(self, meta: dict) -> str:
+        """subagent:<parent>:<spawning call> for a subagent thread, fork:<origin>:<id> for a fork,
+        else <project>:<working folder> (importers/naming.py)."""
+        if parent := _parent_thread(meta):
+            call = self.lineage.spawning_call(self.session_id, parent, self.path)
+            if call is None:
+                self.report.repaired(
+                    "Codex subagent threads whose spawning call is in no rollout found "
+                    f"(linked to their parent session only, call '{UNKNOWN_CALL}')"
+                )
+            return f"subagent:{parent}:{call or UNKNOWN_CALL}"
+        if origin := _text(meta.get("forked_from_id")):
+            return f"fork:{origin}:{self.session_id}"
+        cwd = _text(meta.get("cwd")) or self.cwd_in_context()
+        return main_routing_key(cwd, cwd or self.session_id)
+
+    def cwd_in_context(self) -> str | None:
+        """The working folder in an <environment_context> message (older layouts' meta has none)."""
+        for message in self.messages:
+            if message["role"] == "system" and (found := CWD_IN_CONTEXT.search(message["content"])):
+                return found.group(1).strip() or None
+        return None
+
     def first_prompt(self) -> str | None:
         prompt = next((m["content"] for m in self.messages if m["role"] == "user"), "")
-        return one_line_label(prompt)
+        return label_from(prompt)
 
 
 def _message_text(content, report: ImportReport | None) -> str:
@@ -445,3 +609,54 @@ def _message_text(content, report: ImportReport | None) -> str:
 def _name(value) -> str:
     """A record's type as text (hostile input may hold a list or an object there)."""
     return value if isinstance(value, str) else f"({type(value).__name__})"
+
+
+def _text(value) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _parent_thread(meta: dict) -> str | None:
+    """The thread that spawned this one: `parent_thread_id`, or (older) in source.subagent."""
+    if parent := _text(meta.get("parent_thread_id")):
+        return parent
+    source = meta.get("source")
+    subagent = source.get("subagent") if isinstance(source, dict) else None
+    spawn = subagent.get("thread_spawn") if isinstance(subagent, dict) else None
+    return _text(spawn.get("parent_thread_id")) if isinstance(spawn, dict) else None
+
+
+# The call part of a subagent's routing key when the parent's rollout could not be found.
+UNKNOWN_CALL = "unknown-call"
+
+
+class _Lineage:
+    """Which parent tool call spawned which subagent thread, across the rollouts of one import.
+
+    A parent rollout read before its child says so as it is read; for a child read first (or
+    alone), its parent's rollout is looked up by the thread id in its name, in the sessions
+    folder the child is in, and read once for its spawn events.
+    """
+
+    def __init__(self):
+        self.calls: dict[str, str] = {}  # child thread id -> the spawning tool call's ledger id
+        self.parents_read: set[str] = set()
+
+    def spawned(self, child: str, parent: str, call_id: str) -> None:
+        self.calls[child] = call_id
+        self.parents_read.add(parent)
+
+    def spawning_call(self, child: str, parent: str, child_path: Path) -> str | None:
+        if child not in self.calls and parent not in self.parents_read:
+            self.parents_read.add(parent)
+            if path := _rollout_of(parent, child_path):
+                # Read for its spawn events only: its own report goes nowhere.
+                with suppress(WrongFormat, OSError, ValueError, RecursionError):
+                    read_rollout(path, ImportReport(), self)
+        return self.calls.get(child)
+
+
+def _rollout_of(thread_id: str, near: Path) -> Path | None:
+    """The rollout of a thread, in the ~/.codex/sessions tree that holds `near`."""
+    root = next((p for p in near.parents if p.name == "sessions"), near.parent)
+    pattern = f"rollout-*{thread_id}.json*"
+    return next((p for p in sorted(root.rglob(pattern)) if p.is_file()), None)

@@ -7,6 +7,7 @@ and turning their values into JSON text, labels and token counts.
 """
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,8 @@ from pathlib import Path
 from importers.bundle import ImportReport, WrongFormat
 
 SQLITE_HEADER = b"SQLite format 3\x00"
-LABEL_LENGTH = 120
+# A JSON escape of a UTF-16 surrogate: only lines with one need the (slower) full check.
+ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 @dataclass
@@ -46,19 +48,47 @@ def read_jsonl(path: Path) -> JsonlFile:
             where = f"{path}:{number}"
             if not raw.strip():
                 continue
-            try:
-                data = json.loads(raw)
-            except UnicodeDecodeError:
-                malformed.append((where, "not UTF-8 text"))
-                continue
-            except json.JSONDecodeError as error:
-                malformed.append((where, f"not JSON: {error}"))
-                continue
-            if not isinstance(data, dict):
-                malformed.append((where, f"a JSON {type(data).__name__}, not an object"))
-                continue
-            records.append(Record(where, number, data))
+            data, why = _parse_line(raw)
+            if why:
+                malformed.append((where, why))
+            else:
+                records.append(Record(where, number, data))
     return JsonlFile(records, malformed)
+
+
+def _parse_line(raw: bytes) -> tuple[dict | None, str | None]:
+    """The JSON object of one line, or why it is not one the ledger can take."""
+    try:
+        data = json.loads(raw)
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    except json.JSONDecodeError as error:
+        return None, f"not JSON: {error}"
+    except RecursionError:
+        return None, "nested too deeply to read"
+    if not isinstance(data, dict):
+        return None, f"a JSON {type(data).__name__}, not an object"
+    if ESCAPED_SURROGATE.search(raw) and _holds_lone_surrogate(data):
+        # Valid JSON, but no text column can store it: the whole session would fail to write.
+        return None, "holds a lone surrogate (\\ud800-\\udfff), which is not text"
+    return data, None
+
+
+def _holds_lone_surrogate(data: dict) -> bool:
+    try:
+        json.dumps(data, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def is_blank(path: Path) -> bool:
+    """True when a file holds nothing but whitespace (read until its first other byte)."""
+    with path.open("rb") as file:
+        while chunk := file.read(1 << 16):
+            if chunk.strip():
+                return False
+    return True
 
 
 def _is_sqlite(path: Path) -> bool:
@@ -80,19 +110,6 @@ def encode_json(value) -> str:
             return json.dumps(value, ensure_ascii=False)
         return value
     return json.dumps(value, ensure_ascii=False)
-
-
-def one_line_label(text: str) -> str | None:
-    """A session label from free text (a prompt): its words on one line, cut at LABEL_LENGTH."""
-    return " ".join(text.split())[:LABEL_LENGTH] or None
-
-
-def written_label(value) -> str | None:
-    """A label the agent wrote itself (a summary, a thread name), kept as written but cut at
-    LABEL_LENGTH; None when it is blank or not text."""
-    if isinstance(value, str) and value.strip():
-        return value.strip()[:LABEL_LENGTH]
-    return None
 
 
 def int_or_zero(value) -> int:
@@ -132,6 +149,9 @@ def _read_guarded(read_one: Callable, path: Path, report: ImportReport, expected
         # Read as lines, a database would be reported malformed line after line.
         if _is_sqlite(path):
             raise WrongFormat(f"{path} is a SQLite database, not {expected}")
+        if is_blank(path):
+            report.empty(str(path))  # of any format: nothing to refuse, nothing to import
+            return None
         return read_one(path, report)
     except WrongFormat:
         raise

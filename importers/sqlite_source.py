@@ -216,16 +216,6 @@ def call_outcome(word, result: str | None, statuses: dict) -> tuple[str, str | N
     return status, (_error_in(result) or word) if status == "failed" else None
 
 
-def first_line(text, limit: int = 80) -> str | None:
-    """A label from free text: its first non-blank line, cut at `limit` characters."""
-    if not isinstance(text, str):
-        return None
-    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    if not line:
-        return None
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
-
-
 def _error_in(result: str | None) -> str | None:
     """The error message a failed call's result carries, when it is a JSON object with one."""
     try:

@@ -57,7 +57,6 @@ def write(conn: sqlite3.Connection, bundle: SessionBundle, report: ImportReport)
         getattr(report, name).update(counter)
     for what, n in unmapped.items():
         report.unmapped(what, n)
-    report.sessions_written += 1
     for child in bundle.children:
         write(conn, child, report)
 

@@ -1,5 +1,7 @@
 """Settings for ledgerweb, read from the environment (see README.md, "Configuration")."""
 
+import secrets
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -13,7 +15,13 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 
 DEBUG = env_bool("DEBUG", False)
+# manage.py commands that only read and write ledger files: they serve no page and sign nothing,
+# so they run without SECRET_KEY (with a throwaway key that dies with the process).
+COMMANDS_WITHOUT_SECRET = {"ledger_import", "ledger_init", "ledger_check", "ledger_demo"}
 SECRET_KEY = env_str("SECRET_KEY")
+_manage_command = sys.argv[1] if Path(sys.argv[0]).name == "manage.py" and len(sys.argv) > 1 else ""
+if not SECRET_KEY and _manage_command in COMMANDS_WITHOUT_SECRET:
+    SECRET_KEY = secrets.token_urlsafe(50)
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(

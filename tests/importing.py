@@ -8,19 +8,31 @@ from io import StringIO
 from itertools import count
 from pathlib import Path
 
-from django.core.management import call_command
+import pytest
+from django.core.management import CommandError, call_command
 
 from ledgerweb import schema
 
 IMPORT_FIXTURES = Path(__file__).parent / "fixtures" / "import"
 IMPORTED_TABLES = (*schema.AGENTS_TABLES, "compactions")
+# The error of an import that skipped malformed records or left a session out (a non-zero exit).
+LEFT_OUT = r"malformed record\(s\) skipped|session\(s\) left out entirely"
 
 
-def run_import(fmt: str, *paths, ledger: Path | None = None) -> str:
-    """`ledger_import FMT PATH...` into `ledger` (else the configured ledger); its summary."""
+def run_import(fmt: str, *paths, ledger: Path | None = None, left_out: str | None = None) -> str:
+    """`ledger_import FMT PATH...` into `ledger` (else the configured ledger); its summary.
+
+    An import that leaves something out fails (a non-zero exit): pass `left_out`, a pattern of
+    the error it must then end with (e.g. "malformed record"), to get its summary all the same.
+    """
     into = ["--ledger", str(ledger)] if ledger else []
     out = StringIO()
-    call_command("ledger_import", fmt, *map(str, paths), *into, stdout=out, stderr=StringIO())
+    args = ("ledger_import", fmt, *map(str, paths), *into)
+    if left_out is None:
+        call_command(*args, stdout=out, stderr=StringIO())
+    else:
+        with pytest.raises(CommandError, match=left_out):
+            call_command(*args, stdout=out, stderr=StringIO())
     return out.getvalue()
 
 

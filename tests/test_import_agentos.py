@@ -14,6 +14,7 @@ from builders import LEDGER_DB, T0
 from django.core.management import CommandError
 from importing import (
     IMPORT_FIXTURES,
+    LEFT_OUT,
     SourceLedger,
     assert_a_second_import_adds_nothing,
     assert_sessions_render,
@@ -391,7 +392,7 @@ def test_malformed_and_dangling_rows_are_reported_and_the_rest_imported(src, led
     ghost_start = src.call(task, "mem:recall", {"id": "msg-gone", "timestamp": T0})
     start = src.message(task, "assistant", "Calling mem:recall", T0 + 92_000)
     half = src.call(task, "mem:recall", start, {"id": "msg-never", "timestamp": T0 + 93_000})
-    summary = run_import("agentos", src.path)
+    summary = run_import("agentos", src.path, left_out=LEFT_OUT)
 
     assert f"messages id={junk_time['id']}: its timestamp 'last tuesday' is not a time" in summary
     assert f"messages id={orphan['id']}: its task 'task-404' does not exist" in summary
@@ -412,7 +413,7 @@ def test_malformed_and_dangling_rows_are_reported_and_the_rest_imported(src, led
 
 def test_a_task_with_no_time_at_all_is_left_out_entirely(src, ledger):
     src.task("timeless", created_at="someday", updated_at="someday")
-    summary = run_import("agentos", src.path)
+    summary = run_import("agentos", src.path, left_out=LEFT_OUT)
     assert "Sessions left out entirely: 1" in summary
     assert "tasks id=timeless: no usable timestamp" in summary
     assert table_counts(ledger.path)["sessions"] == 0

@@ -17,6 +17,7 @@ from builders import LEDGER_DB, T0
 from django.core.management import CommandError, call_command
 from importing import (
     IMPORT_FIXTURES,
+    LEFT_OUT,
     SourceLedger,
     assert_a_second_import_adds_nothing,
     assert_sessions_render,
@@ -315,17 +316,19 @@ def test_a_subagent_without_tool_call_id_is_found_through_its_task_call(src, led
     ).fetchone() == (f"subagent:{MAIN}:toolu_spawner", "Do the delegated work")
 
 
-def test_main_sessions_are_named_and_routed_by_their_source(src, ledger):
+def test_main_sessions_are_named_by_their_source_and_routed_by_their_project(src, ledger):
+    """The persona names the program; the routing key's channel is the project
+    (importers/naming.py), so the breadcrumb does not read "cursor › cursor"."""
     cursor_history(src)
     run_import("aix", src.path)
     sessions = "SELECT id, persona, routing_key, label FROM sessions"
     rows = {i: (p, r, lbl) for i, p, r, lbl in ledger.conn.execute(sessions)}
     assert rows[MAIN] == (
         "cursor",
-        f"cursor:nexus:{MAIN}",
+        f"nexus:nexus:{MAIN}",
         "Rename ca_repo.py to conversation_analysis_repository.py",
     )
-    assert rows[CODEX] == ("codex", f"codex:{CODEX}", "Apply the patch")
+    assert rows[CODEX] == ("codex", f"imported:{CODEX}", "Apply the patch")  # no project
 
 
 def test_what_the_agents_ledger_cannot_hold_is_counted_per_column(src):
@@ -423,7 +426,8 @@ def test_an_open_exchange_waits_for_its_turn(src, ledger):
     turns = cursor_history(src)
     main = {"id": MAIN, "model": "claude-4.5-opus-high-thinking"}
     query = src.message(main, "user", "And deploy it", T0 + 400_000)
-    summary = run_import("aix", src.path)
+    summary = run_import("aix", src.path)  # not an error: the next import brings it
+    assert "Left for a later import (not finished in the source): 1" in summary
     assert f"agent_messages id={query['id']}: no turn holds it yet" in summary
     assert not one(ledger.path, "SELECT count(*) FROM messages WHERE id = ?", query["id"])
 
@@ -490,7 +494,7 @@ def test_malformed_rows_are_reported_and_the_rest_imported(src, ledger):
         timestamp=T0,
     )
     nameless = src.call({"id": bad_time["id"], "session_id": MAIN, "timestamp": T0}, None)
-    summary = run_import("aix", src.path)
+    summary = run_import("aix", src.path, left_out=LEFT_OUT)
 
     for row, why in [
         (no_role, "it has no role"),
@@ -509,7 +513,7 @@ def test_a_turn_with_a_dangling_parent_is_left_out_with_its_descendants(src, led
     ghost = {"id": "turn-that-was-never-written"}
     stray = src.exchange(main, ghost, "Where was I?", "No idea.", T0 + 600_000, [("grep", {})])
     below = src.exchange(main, stray, "And then?", "Still no idea.", T0 + 700_000)
-    summary = run_import("aix", src.path)
+    summary = run_import("aix", src.path, left_out=LEFT_OUT)
 
     assert (
         f"agent_turns id={stray['id']}: its parent turn turn-that-was-never-written"
@@ -530,7 +534,7 @@ def test_a_loop_of_parent_turns_is_left_out(src, ledger):
     a = src.exchange(session, {"id": "placeholder"}, "a", "A", T0)
     b = src.exchange(session, a, "b", "B", T0 + 10_000)
     src.conn.execute("UPDATE agent_turns SET parent_turn_id = ? WHERE id = ?", (b["id"], a["id"]))
-    summary = run_import("aix", src.path)
+    summary = run_import("aix", src.path, left_out=LEFT_OUT)
     assert f"agent_turns id={a['id']}: its chain of parent turns loops" in summary
     assert one(ledger.path, "SELECT count(*) FROM turns") == 0
     # The session itself is kept, empty, with no head to point at.
@@ -544,7 +548,7 @@ def test_invalid_query_ids_json_is_reported_and_messages_placed_by_sequence(src,
     src.conn.execute(
         "UPDATE agent_turns SET query_message_ids = '[\"oops' WHERE id = ?", (turns["t3a"]["id"],)
     )
-    summary = run_import("aix", src.path)
+    summary = run_import("aix", src.path, left_out=LEFT_OUT)
     assert f"agent_turns id={turns['t3a']['id']} query_message_ids: not a JSON array" in summary
     assert ledger.conn.execute(
         "SELECT role, content FROM messages WHERE turn_id = ? ORDER BY sequence",
@@ -554,7 +558,7 @@ def test_invalid_query_ids_json_is_reported_and_messages_placed_by_sequence(src,
 
 def test_a_session_with_no_time_at_all_is_left_out_entirely(src, ledger):
     src.session("timeless", created_at=None)
-    summary = run_import("aix", src.path)
+    summary = run_import("aix", src.path, left_out=LEFT_OUT)
     assert "Sessions left out entirely: 1" in summary
     assert "agent_sessions id=timeless: no usable timestamp" in summary
     assert table_counts(ledger.path)["sessions"] == 0
@@ -580,9 +584,9 @@ def test_ids_of_other_types_and_bytes_that_are_not_utf8_do_not_stop_the_import(s
         " VALUES (X'00', 42, 'user', 'a blob id', 2, ?)",
         (T0,),
     )
-    summary = run_import("aix", src.path)
+    summary = run_import("aix", src.path, left_out=LEFT_OUT)
     assert ledger.conn.execute("SELECT id, routing_key FROM sessions").fetchall() == [
-        ("42", "nexus:42")
+        ("42", "imported:42")
     ]
     assert ledger.conn.execute(
         "SELECT id, turn_id, content FROM messages ORDER BY sequence"
@@ -593,7 +597,7 @@ def test_ids_of_other_types_and_bytes_that_are_not_utf8_do_not_stop_the_import(s
 def test_a_session_without_an_id_is_reported_as_having_none(src, ledger):
     cursor_history(src)
     src.session(None)  # SQLite lets a TEXT primary key be NULL
-    summary = run_import("aix", src.path)
+    summary = run_import("aix", src.path, left_out=LEFT_OUT)
     assert "agent_sessions id=None: it has no id" in summary
     with_id = src.count("SELECT count(*) FROM agent_sessions WHERE id IS NOT NULL")
     assert table_counts(ledger.path)["sessions"] == with_id

@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 from builders import LEDGER_DB
-from importing import IMPORT_FIXTURES, GrowingCopy, all_rows, json_objects, one, query, run_import
+from importing import (
+    IMPORT_FIXTURES,
+    LEFT_OUT,
+    GrowingCopy,
+    all_rows,
+    json_objects,
+    one,
+    query,
+    run_import,
+)
 
 SAMPLES = IMPORT_FIXTURES / "samples/claude-code"  # ../shared/samples, copied unedited
 FIXTURES = IMPORT_FIXTURES / "claude-code"
@@ -105,7 +114,7 @@ def test_a_real_sample_matches_a_plain_reading_of_it(tmp_path, path):
 def test_a_fixture_matches_a_plain_reading_of_it(tmp_path, name):
     path = FIXTURES / f"{name}.jsonl"
     dest = tmp_path / "l.sqlite3"
-    run_import("claude-code", path, ledger=dest)
+    run_import("claude-code", path, ledger=dest, left_out=LEFT_OUT if name == "malformed" else None)
     got = ledger_counts(dest, session_of(path))
     want = expected(path)
     assert got == {k: want[k] for k in got}
@@ -200,7 +209,12 @@ def test_a_compaction_is_a_turn_that_folds_the_turns_before_it(tmp_path):
 
 
 def test_malformed_lines_are_reported_with_file_and_line_and_skipped(tmp_path):
-    out = run_import("claude-code", FIXTURES / "malformed.jsonl", ledger=tmp_path / "l.sqlite3")
+    out = run_import(
+        "claude-code",
+        FIXTURES / "malformed.jsonl",
+        ledger=tmp_path / "l.sqlite3",
+        left_out=LEFT_OUT,
+    )
     assert "Skipped 2 malformed record(s):" in out
     assert "malformed.jsonl:2: not JSON" in out
     assert "malformed.jsonl:4: a JSON list, not an object" in out
@@ -213,9 +227,9 @@ def test_malformed_lines_are_reported_with_file_and_line_and_skipped(tmp_path):
 
 def test_importing_again_adds_nothing(tmp_path):
     dest = tmp_path / "l.sqlite3"
-    run_import("claude-code", FIXTURES, ledger=dest)
+    run_import("claude-code", FIXTURES, ledger=dest, left_out=LEFT_OUT)
     before = all_rows(dest)
-    run_import("claude-code", FIXTURES, ledger=dest)
+    run_import("claude-code", FIXTURES, ledger=dest, left_out=LEFT_OUT)
     assert all_rows(dest) == before
 
 
@@ -250,7 +264,7 @@ def test_a_folder_is_read_like_claude_projects(tmp_path):
     projects = tmp_path / "projects" / "-home-ada-shop"
     shutil.copytree(FIXTURES, projects, ignore=shutil.ignore_patterns("*.txt"))
     dest = tmp_path / "l.sqlite3"
-    run_import("claude-code", tmp_path / "projects", ledger=dest)
+    run_import("claude-code", tmp_path / "projects", ledger=dest, left_out=LEFT_OUT)
     # four transcripts and two subagents; the subagent file is not a session of its own
     assert one(dest, "SELECT count(*) FROM sessions") == 6
 
@@ -260,7 +274,7 @@ def test_a_folder_is_read_like_claude_projects(tmp_path):
 
 @LEDGER_DB
 def test_an_imported_session_with_subagents_renders_its_tree_and_links(viewer_client, ledger):
-    run_import("claude-code", FIXTURES)
+    run_import("claude-code", FIXTURES, left_out=LEFT_OUT)
     parent = session_of(FIXTURES / "subagent.jsonl")
     child = ledger.conn.execute(
         "SELECT id FROM sessions WHERE routing_key = ?", (f"subagent:{parent}:toolu_task2",)
@@ -279,7 +293,7 @@ def test_an_imported_session_with_subagents_renders_its_tree_and_links(viewer_cl
 
 @LEDGER_DB
 def test_an_imported_rewind_and_compaction_render_as_a_tree(viewer_client, ledger):
-    run_import("claude-code", FIXTURES)
+    run_import("claude-code", FIXTURES, left_out=LEFT_OUT)
     rewind = viewer_client.get(f"/sessions/{session_of(FIXTURES / 'rewind.jsonl')}/?format=json")
     assert rewind.status_code == 200
     totals = rewind.json()["totals"]
@@ -287,3 +301,73 @@ def test_an_imported_rewind_and_compaction_render_as_a_tree(viewer_client, ledge
     compacted = viewer_client.get(f"/sessions/{session_of(FIXTURES / 'compaction.jsonl')}/")
     assert compacted.status_code == 200
     assert "mark-compaction" in compacted.content.decode()
+
+
+# ----- labels from the right session ------------------------------------------------------------
+
+
+def first_prompt_text(path: Path) -> str:
+    line = next(x for x in json_objects(path) if is_prompt(x))
+    return next(b["text"] for b in blocks(line) if b.get("type") == "text")
+
+
+def test_a_summary_of_another_session_does_not_label_the_file_it_is_in(tmp_path):
+    """The real sample starts with the summary of a leaf it does not hold."""
+    sample = SAMPLES / "fed8ce56-bc79-401f-a83e-af084253362f.jsonl"
+    leaves = {x["leafUuid"] for x in json_objects(sample) if x.get("type") == "summary"}
+    assert leaves and not leaves & {x.get("uuid") for x in json_objects(sample)}
+    dest = tmp_path / "l.sqlite3"
+    run_import("claude-code", sample, ledger=dest)
+    assert one(dest, "SELECT label FROM sessions") == first_prompt_text(sample)
+
+
+def sessions_with_a_summary_in_the_other_file(folder: Path) -> tuple[Path, Path, str]:
+    """Two transcripts of one project: `writer` starts with the summary of `owner`'s leaf."""
+    folder.mkdir()
+    owner = folder / "compaction.jsonl"
+    shutil.copy(FIXTURES / "compaction.jsonl", owner)
+    leaf = [x["uuid"] for x in json_objects(owner) if "uuid" in x][-1]
+    summary = "Release notes for 2.0, written and checked"
+    writer = folder / "rewind.jsonl"
+    head = json.dumps({"type": "summary", "summary": summary, "leafUuid": leaf})
+    writer.write_text(head + "\n" + (FIXTURES / "rewind.jsonl").read_text())
+    return owner, writer, summary
+
+
+@pytest.mark.parametrize(
+    "order", [("folder",), ("owner",), ("owner", "writer"), ("writer", "owner")]
+)
+def test_a_summary_labels_the_session_that_owns_its_leaf_in_any_import_order(tmp_path, order):
+    owner, writer, summary = sessions_with_a_summary_in_the_other_file(tmp_path / "project")
+    dest = tmp_path / "l.sqlite3"
+    for what in order:
+        run_import("claude-code", {"folder": owner.parent, "owner": owner, "writer": writer}[what],
+                   ledger=dest)  # fmt: skip
+    labels = dict(query(dest, "SELECT id, label FROM sessions"))
+    owner_id = next(x["sessionId"] for x in json_objects(owner) if "sessionId" in x)
+    writer_id = next(x["sessionId"] for x in json_objects(writer) if "sessionId" in x)
+    assert labels[owner_id] == summary
+    if writer_id in labels:  # its own summary, not the one it holds for the other session
+        assert labels[writer_id] == "Fix the checkout total"
+
+
+@LEDGER_DB
+def test_the_turn_panel_says_its_prompt_tokens_are_the_context_of_the_last_call(
+    viewer_client, ledger
+):
+    """Claude Code writes one usage per API response; the turn's prompt tokens are the last
+    response's input with its cache reads and writes (the context then), as the panel says."""
+    sample = SAMPLE_FILES[0]
+    run_import("claude-code", sample)
+    session_id = next(x["sessionId"] for x in json_objects(sample) if "sessionId" in x)
+    turn_id, prompt = query(
+        ledger.path,
+        "SELECT id, prompt_tokens FROM turns WHERE session_id = ? AND prompt_tokens > 0"
+        " ORDER BY started_at LIMIT 1",
+        session_id,
+    )[0]
+    panel = viewer_client.get(
+        f"/sessions/{session_id}/turns/{turn_id}/", headers={"HX-Request": "true"}
+    ).content.decode()
+    assert f"{prompt:,} context + " in panel
+    assert "not the input billed over all its calls" in panel

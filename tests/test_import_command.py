@@ -5,7 +5,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
-from importing import IMPORT_FIXTURES, IMPORTED_TABLES, run_import, table_counts
+from importing import IMPORT_FIXTURES, IMPORTED_TABLES, LEFT_OUT, run_import, table_counts
 
 from ledgerweb import schema
 
@@ -31,9 +31,9 @@ def test_a_new_ledger_file_is_created_with_the_ddl(tmp_path):
 
 def test_the_summary_names_what_was_added_and_a_second_run_adds_nothing(tmp_path):
     dest = tmp_path / "l.sqlite3"
-    first = run_import("claude-code", CLAUDE, ledger=dest)
+    first = run_import("claude-code", CLAUDE, ledger=dest, left_out=LEFT_OUT)
     after_first = counts(dest)
-    second = run_import("claude-code", CLAUDE, ledger=dest)
+    second = run_import("claude-code", CLAUDE, ledger=dest, left_out=LEFT_OUT)
     assert counts(dest) == after_first
     assert f"turns: {after_first['turns']} added, 0 already there" in first
     assert f"turns: 0 added, {after_first['turns']} already there" in second
@@ -52,6 +52,7 @@ def test_it_writes_into_the_configured_ledger_without_ledger_option(ledger):
         ("claude-code", CODEX / "malformed.jsonl", "not a Claude Code transcript"),
         ("claude-code", CLAUDE / "not-a-transcript.txt", "expected a Claude Code transcript"),
         ("codex", CLAUDE / "rewind.jsonl", "try 'claude-code'"),
+        ("claude-code", next((CODEX / "layouts").glob("*.jsonl")), "try 'codex'"),  # flat layout
         ("codex", CLAUDE / "not-a-transcript.txt", "not a Codex CLI rollout"),
     ],
 )
@@ -63,7 +64,7 @@ def test_an_input_of_the_wrong_format_is_refused_naming_the_expected_one(
     with pytest.raises(CommandError, match=f"1 input\\(s\\) refused: not {fmt}"):
         call_command("ledger_import", fmt, str(path), "--ledger", str(dest), stdout=out)
     assert expected in out.getvalue()
-    assert counts(dest)["sessions"] == 0
+    assert not dest.exists()
 
 
 def test_a_sqlite_file_is_refused_as_a_transcript(tmp_path):
@@ -111,7 +112,11 @@ def test_a_session_that_cannot_be_written_is_left_out_entirely(tmp_path):
             "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
         )
     out = run_import(
-        "claude-code", CLAUDE / "rewind.jsonl", CLAUDE / "compaction.jsonl", ledger=dest
+        "claude-code",
+        CLAUDE / "rewind.jsonl",
+        CLAUDE / "compaction.jsonl",
+        ledger=dest,
+        left_out="1 session\\(s\\) left out entirely",
     )
     assert "Sessions left out entirely: 1" in out
     assert "rewind.jsonl: IntegrityError: refused by the test" in out

@@ -32,9 +32,22 @@ class Command(BaseCommand):
         paths = [path.expanduser() for path in paths]
         if missing := [str(path) for path in paths if not path.exists()]:
             raise CommandError(f"No such file or folder: {', '.join(missing)}")
-        destination = self._destination(ledger)
+        destination, created = self._destination(ledger)
         module = format_module(format)
         report = ImportReport()
+        try:
+            self._import_all(module, paths, destination, report)
+        finally:
+            if created and not report.wrote_anything:
+                # A new ledger with nothing in it would only be a surprise later (also after an
+                # interruption; one with sessions in it stays: a rerun adds the rest).
+                created.remove()
+        self._write_summary(format, destination, created, report)
+        if problems := report.left_out(format):
+            # Exit non-zero so that cron (or a script) notices what did not come in.
+            raise CommandError("; ".join(problems) + " (see above)")
+
+    def _import_all(self, module, paths: list[Path], destination: Path, report: ImportReport):
         conn = sqlite3.connect(destination, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         try:
             for path in paths:
@@ -42,14 +55,16 @@ class Command(BaseCommand):
         finally:
             conn.close()
 
-        self.stdout.write(f"Imported {format} into {destination}")
-        self.stdout.write(f"sessions written: {report.sessions_written}")
+    def _write_summary(self, format: str, destination: Path, created, report: ImportReport):
+        if created and not report.wrote_anything:
+            self.stdout.write(f"Nothing imported: no ledger was created at {destination}")
+        else:
+            if created:
+                self.stdout.write(f"Created a new ledger at {destination}")
+            self.stdout.write(f"Imported {format} into {destination}")
+        self.stdout.write(f"sessions added: {report.added['sessions']}")
         for line in report.summary_lines():
             self.stdout.write(line)
-        if report.wrong_formats:
-            raise CommandError(
-                f"{len(report.wrong_formats)} input(s) refused: not {format} (see 'Refused' above)"
-            )
 
     def _import_one(self, module, path: Path, conn, report: ImportReport) -> None:
         # A wrong-format input is refused on its own; the other inputs are still imported.
@@ -64,7 +79,8 @@ class Command(BaseCommand):
         finally:
             progress.close()
 
-    def _destination(self, ledger: Path | None) -> Path:
+    def _destination(self, ledger: Path | None) -> tuple[Path, "_NewLedger | None"]:
+        """The ledger to write, and what was created for it (None when it existed already)."""
         if ledger is None:
             path = ledger_path_of(LEDGER_WRITE)
             if not path.exists():
@@ -72,15 +88,19 @@ class Command(BaseCommand):
                     f"The configured ledger {path} does not exist: create it with "
                     "'manage.py ledger_init PATH' or pass --ledger PATH"
                 )
+            created = None
         else:
             path = ledger.expanduser()
-            if not path.parent.is_dir():
-                raise CommandError(f"{path.parent} is not a folder")
+            created = None
             if not path.exists() or path.stat().st_size == 0:
-                schema.create_ledger(path)
-                self.stdout.write(f"Created a new ledger at {path}")
-        self._check_is_agents_ledger(path)
-        return path
+                created = _NewLedger.create(path)
+        try:
+            self._check_is_agents_ledger(path)
+        except CommandError:
+            if created:
+                created.remove()
+            raise
+        return path, created
 
     def _check_is_agents_ledger(self, path: Path) -> None:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -100,3 +120,39 @@ class Command(BaseCommand):
             self.stdout.write(
                 self.style.WARNING(f"{table} differs from the schema: " + "; ".join(problems))
             )
+
+
+class _NewLedger:
+    """A ledger file this run created (with any folders it needed), so that a run that writes
+    nothing can take it away again and leave the disk as it found it."""
+
+    def __init__(self, path: Path, folders: list[Path], was_empty_file: bool):
+        self.path = path
+        self.folders = folders  # created, innermost first
+        self.was_empty_file = was_empty_file  # given as an empty file: emptied again, not deleted
+
+    @classmethod
+    def create(cls, path: Path) -> "_NewLedger":
+        missing = [p for p in path.parents if not p.exists()]
+        if any(p.exists() and not p.is_dir() for p in path.parents):
+            raise CommandError(f"{path.parent} is not a folder")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise CommandError(f"Cannot create the folder {path.parent}: {error}") from None
+        was_empty_file = path.exists()
+        schema.create_ledger(path)
+        return cls(path, missing, was_empty_file)
+
+    def remove(self) -> None:
+        for suffix in ("-wal", "-shm", "-journal"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        if self.was_empty_file:
+            self.path.write_bytes(b"")
+        else:
+            self.path.unlink(missing_ok=True)
+        for folder in self.folders:
+            try:
+                folder.rmdir()
+            except OSError:
+                break  # something else is in it now
