@@ -5,6 +5,8 @@ archive / restore / mark-deleted actions (status changes through sessions.status
 other tables are read-only lists that link to their pages in the dashboard.
 """
 
+from dataclasses import dataclass
+
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -15,6 +17,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.functional import cached_property
 from django.utils.html import format_html
+from django.utils.timesince import timesince
 
 from ledgerweb.paging import capped
 from ledgerweb.timestamps import ms_to_datetime
@@ -25,6 +28,7 @@ from sessions.status_changes import change_status
 DAY_MS = 86_400_000
 COUNT_CAP = 100_000
 PAGINATOR_CAP = 10_000
+PREVIEW_ROWS = 50  # sessions listed by name on a confirmation page; the rest are counted
 
 
 class CappedPaginator(Paginator):
@@ -58,6 +62,34 @@ def when(ms) -> str:
     return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M") if moment else str(ms)
 
 
+def idle_for(ms) -> str:
+    """How long ago a last-activity time was, in words ("3 months"); "?" for junk."""
+    moment = ms_to_datetime(ms)
+    return timesince(moment, timezone.now(), depth=2) if moment else "?"
+
+
+@dataclass(frozen=True)
+class PreviewRow:
+    """A session as the confirmation pages list it: enough to tell two "Untitled" apart."""
+
+    id: str
+    label: str
+    status: str
+    last_activity: str
+    idle: str
+    url: str
+
+
+def preview(sessions, total: int) -> dict:
+    """The longest idle sessions first, as rows (`sample`), and how many are not listed."""
+    rows = [
+        PreviewRow(s.id, s.label or s.routing_key or "", s.status, when(s.updated_at),
+                   idle_for(s.updated_at), reverse("sessions:detail", args=[s.id]))
+        for s in sessions.order_by("updated_at", "id")[:PREVIEW_ROWS]
+    ]  # fmt: skip
+    return {"sample": rows, "more": max(0, total - len(rows))}
+
+
 class IdleFilter(admin.SimpleListFilter):
     title = "last activity"
     parameter_name = "idle"
@@ -82,7 +114,9 @@ class IdleFilter(admin.SimpleListFilter):
 
 @admin.register(Session)
 class SessionAdmin(ReadOnlyLedgerAdmin):
-    list_display = ["title", "persona", "channel", "status", "turns", "last_activity", "open"]
+    list_display = [
+        "title", "persona", "channel", "status", "turns", "last_activity", "idle", "open",
+    ]  # fmt: skip
     list_filter = ["status", "persona", IdleFilter]
     search_fields = ["label", "routing_key", "=id"]
     ordering = ["-updated_at"]
@@ -106,7 +140,12 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
 
     @admin.display(description="session", ordering="label")
     def title(self, obj):
-        return obj.label or obj.routing_key
+        # With its id: labels repeat ("Untitled"), and the admin must tell the rows apart.
+        return format_html(
+            '{} <small class="session-id"><code>{}</code></small>',
+            obj.label or obj.routing_key,
+            obj.id,
+        )
 
     @admin.display(description="channel")
     def channel(self, obj):
@@ -116,6 +155,10 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
     @admin.display(description="last activity", ordering="updated_at")
     def last_activity(self, obj):
         return when(obj.updated_at)
+
+    @admin.display(description="idle for", ordering="updated_at")
+    def idle(self, obj):
+        return idle_for(obj.updated_at)
 
     @admin.display(description="")
     def open(self, obj):
@@ -149,13 +192,14 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
             )
             self.message_user(request, note, messages.SUCCESS)
             return redirect("admin:conversations_session_changelist")
+        count = capped(idle, COUNT_CAP)
         context = {
             **self.admin_site.each_context(request),
             "title": "Archive idle sessions",
             "opts": self.model._meta,
             "days": days,
-            "count": capped(idle, COUNT_CAP),
-            "sample": idle.order_by("updated_at")[:10],
+            "count": count,
+            **preview(idle, count.value),
         }
         return TemplateResponse(request, "admin/conversations/session/archive_idle.html", context)
 
@@ -189,7 +233,7 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
                 **self.admin_site.each_context(request),
                 "title": f"Set {len(ids)} session{'s' if len(ids) != 1 else ''} to {status}?",
                 "opts": self.model._meta,
-                "sessions": queryset.order_by("-updated_at")[:20],
+                **preview(queryset, len(ids)),
                 "count": len(ids),
                 "ids": ids,
                 "status": status,

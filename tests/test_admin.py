@@ -3,7 +3,7 @@
 import sqlite3
 
 import pytest
-from builders import T0
+from builders import T0, parse_html
 from django.contrib.admin.models import LogEntry
 
 pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
@@ -22,6 +22,11 @@ def sessions(ledger):
 def statuses(ledger) -> dict[str, str]:
     with sqlite3.connect(ledger.path) as conn:
         return dict(conn.execute("SELECT id, status FROM sessions"))
+
+
+def last_activity(ledger) -> dict[str, int]:
+    with sqlite3.connect(ledger.path) as conn:
+        return dict(conn.execute("SELECT id, updated_at FROM sessions"))
 
 
 def rows(ledger, table) -> int:
@@ -46,18 +51,49 @@ def test_archiving_asks_first_then_changes_only_the_status(client, operator, ses
     assert response.status_code == 302
     assert statuses(sessions) == {"S0": "archived", "S1": "archived", "S2": "active"}
     assert rows(sessions, "turns") == 3  # nothing else touched
-    with sqlite3.connect(sessions.path) as conn:
-        updated = dict(conn.execute("SELECT id, updated_at FROM sessions"))
-    assert updated["S0"] > T0 + 1_000_000 and updated["S2"] == T0 + 2
+    # A status change is not activity: last activity stays (it used to become "now").
+    assert last_activity(sessions) == {"S0": T0, "S1": T0 + 1, "S2": T0 + 2}
     log = LogEntry.objects.filter(object_id__in=["S0", "S1"])
     assert log.count() == 2 and {e.user for e in log} == {operator}
+    assert {e.change_message for e in log} == {
+        "Set status from active to archived; last activity unchanged."
+    }
 
 
-def test_restore_brings_sessions_back(client, operator, sessions):
+def test_restore_brings_sessions_back_still_idle_since_their_last_activity(
+    client, operator, sessions
+):
     client.force_login(operator)
     act(client, "archive", ["S0"])
     act(client, "restore", ["S0"])
     assert statuses(sessions)["S0"] == "active"
+    assert last_activity(sessions)["S0"] == T0
+    row = client.get(CHANGELIST + "?q=Chat+0").content.decode().split('class="field-idle">')[1]
+    assert "year" in row.split("<")[0]  # idle since T0, in 2024, not "0 minutes"
+    log = LogEntry.objects.filter(object_id="S0").order_by("action_time")
+    assert [e.change_message for e in log] == [
+        "Set status from active to archived; last activity unchanged.",
+        "Set status from archived to active; last activity unchanged.",
+    ]
+
+
+def test_the_confirmation_tells_sessions_with_the_same_label_apart(client, operator, ledger):
+    from ledgerweb.timestamps import now_ms
+
+    ledger.session(id="TWIN-A", label="Untitled", updated_at=now_ms() - 40 * 86_400_000)
+    ledger.session(id="TWIN-B", label="Untitled", updated_at=now_ms() - 3 * 86_400_000)
+    client.force_login(operator)
+    page = act(client, "archive", ["TWIN-A", "TWIN-B"], confirmed=False).content.decode()
+    parse_html(page)
+    table = page.split('class="session-preview"')[1].split("</table>")[0]
+    rows = table.split("<tr>")[2:]
+    assert len(rows) == 2
+    assert "<code>TWIN-A</code>" in rows[0] and "1\xa0month" in rows[0]  # longest idle first
+    assert "<code>TWIN-B</code>" in rows[1] and "3\xa0days" in rows[1]
+    for row, sid in zip(rows, ("TWIN-A", "TWIN-B"), strict=True):
+        assert "Untitled" in row and f'href="/sessions/{sid}/"' in row
+        href = row.split('href="')[1].split('"')[0]
+        assert "Untitled" in client.get(href).content.decode()  # the link opens that session
 
 
 def test_archiving_hundreds_at_once(client, operator, ledger):
@@ -136,9 +172,15 @@ def test_archive_idle_sessions_previews_then_archives(client, operator, ledger):
     url = "/admin/conversations/session/archive-idle/"
     preview = client.get(url + "?days=30").content.decode()
     assert "<strong>2</strong> active sessions idle for more than 30 days" in preview
+    assert preview.index("<code>OLD2</code>") < preview.index("<code>OLD1</code>")
+    assert 'href="/sessions/OLD1/"' in preview and "2\xa0months" in preview
     assert statuses(ledger) == {"OLD1": "active", "OLD2": "active", "NEW": "active"}
+    before = last_activity(ledger)
     client.post(url, {"days": "60", "confirmed": "yes"})
     assert statuses(ledger) == {"OLD1": "active", "OLD2": "archived", "NEW": "active"}
+    assert last_activity(ledger) == before
+    # Still idle as long as before: the 30-day preview still counts OLD1 (OLD2 is archived now).
+    assert "<strong>1</strong> active session idle" in client.get(url + "?days=30").content.decode()
 
 
 def test_a_viewer_cannot_archive_idle_sessions_even_by_posting(client, viewer, ledger):
