@@ -10,16 +10,19 @@ from dataclasses import dataclass
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count, OuterRef, Subquery
+from django.db.models import BooleanField, Count, OuterRef, Subquery
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.functional import cached_property
 from django.utils.html import format_html
+from django.utils.text import smart_split
 from django.utils.timesince import timesince
 
+from ledgerweb import sqlite
 from ledgerweb.paging import capped
+from ledgerweb.templatetags.ledger import ledger_bool
 from ledgerweb.timestamps import ms_to_datetime
 from sessions.kinds import RoutingKey
 from sessions.models import Compaction, Message, Session, ToolCall, Turn
@@ -40,12 +43,44 @@ class CappedPaginator(Paginator):
         return capped(self.object_list, PAGINATOR_CAP).value
 
 
+def _as_stored(field_name: str):
+    """A BOOLEAN column shown as yes / no / — or, when the writer put 2 or 'true' there, as
+    stored (Django's boolean icon raises KeyError on anything but True, False and None)."""
+
+    @admin.display(description=field_name.replace("_", " "))
+    def show(obj):
+        return ledger_bool(getattr(obj, field_name))
+
+    return show
+
+
 class ReadOnlyLedgerAdmin(admin.ModelAdmin):
     """Lists and detail pages, no add / change / delete: the ledger belongs to the runtime."""
 
     list_per_page = 50
     show_full_result_count = False  # no count(*) of a million rows on every page
     paginator = CappedPaginator
+    # Every term is one more LIKE in one expression: ~1,900 of them make SQLite refuse the
+    # query ("Expression tree is too large"). More than this are dropped, and the page says so.
+    max_search_terms = 20
+
+    def get_fields(self, request, obj=None):
+        return [
+            _as_stored(f.name) if isinstance(f, BooleanField) else f.name
+            for f in self.model._meta.concrete_fields
+        ]
+
+    def get_search_results(self, request, queryset, search_term):
+        terms = list(smart_split(search_term))
+        if len(terms) > self.max_search_terms:
+            self.message_user(
+                request,
+                f"Searched for the first {self.max_search_terms} of {len(terms):,} terms;"
+                " the rest were left out. Narrow the search.",
+                messages.WARNING,
+            )
+            search_term = " ".join(terms[: self.max_search_terms])
+        return super().get_search_results(request, queryset, search_term)
 
     def has_add_permission(self, request):
         return False
@@ -115,7 +150,7 @@ class IdleFilter(admin.SimpleListFilter):
 @admin.register(Session)
 class SessionAdmin(ReadOnlyLedgerAdmin):
     list_display = [
-        "title", "persona", "channel", "status", "turns", "last_activity", "idle", "open",
+        "title", "persona", "channel", "status", "turn_total", "last_activity", "idle", "open",
     ]  # fmt: skip
     list_filter = ["status", "persona", IdleFilter]
     search_fields = ["label", "routing_key", "=id"]
@@ -134,8 +169,10 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
         )
         return super().get_queryset(request).annotate(turn_count=Subquery(turns))
 
+    # Not named `turns`: the changelist sorts a column named like a model field (here the
+    # reverse relation Session.turns) by that field, which joined turns and ordered by turns.id.
     @admin.display(description="turns", ordering="turn_count")
-    def turns(self, obj):
+    def turn_total(self, obj):
         return obj.turn_count or 0
 
     @admin.display(description="session", ordering="label")
@@ -299,3 +336,25 @@ class ToolCallAdmin(ReadOnlyLedgerAdmin):
 @admin.register(Compaction)
 class CompactionAdmin(ReadOnlyLedgerAdmin):
     list_display = ["turn_id", "model", "tokens_before", "tokens_after", "trigger_reason"]
+
+    # The compactions table is optional (ARCHITECTURE.md §2): without it, say so.
+
+    def changelist_view(self, request, extra_context=None):
+        return self._table_absent(request) or super().changelist_view(request, extra_context)
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        return self._table_absent(request) or super().changeform_view(
+            request, object_id, form_url, extra_context
+        )
+
+    def _table_absent(self, request):
+        table = self.model._meta.db_table
+        if table in sqlite.table_names():
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Compactions",
+            "opts": self.model._meta,
+            "table": table,
+        }
+        return TemplateResponse(request, "admin/conversations/table_absent.html", context)

@@ -1,6 +1,9 @@
 """The admin: archive, restore and mark deleted change a status, never delete; who may do what."""
 
+import html
+import re
 import sqlite3
+from urllib.parse import urljoin
 
 import pytest
 from builders import T0, parse_html
@@ -217,7 +220,7 @@ def test_the_session_list_shows_turn_counts_in_a_bounded_number_of_queries(
     # 4 reads + the savepoint and release of the request's read transaction
     with django_assert_max_num_queries(6, connection=connections["ledger"]):
         page = client.get(CHANGELIST).content.decode()
-    assert '<td class="field-turns">3</td>' in page
+    assert '<td class="field-turn_total">3</td>' in page
 
 
 def test_the_request_list_filters_by_fixed_choices(client, admin_user, ledger):
@@ -241,3 +244,54 @@ def test_no_delete_statement_reaches_the_ledger_from_the_admin(client, admin_use
     statements = [q["sql"].lstrip().upper() for q in writes.captured_queries]
     assert any(s.startswith("UPDATE") for s in statements)
     assert not any(s.startswith("DELETE") for s in statements)
+
+
+# -- Odd rows, big sorts and searches, missing tables ----------------------------------------
+
+
+@pytest.mark.parametrize("value", [2, "true"])
+def test_a_request_whose_boolean_holds_something_else_opens_and_shows_it(
+    client, admin_user, ledger, value
+):
+    ledger.request(id="R-ODD", delivery_success=value, principal_is_user=1)
+    client.force_login(admin_user)
+    response = client.get("/admin/pipeline/nexusrequest/R-ODD/change/")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert f"{value} (not a boolean)" in page
+
+
+def test_sorting_sessions_by_turns_sorts_by_the_count(client, admin_user, ledger):
+    for sid, turns in (("FEW", 1), ("MANY", 3), ("NONE", 0)):
+        s = ledger.session(id=sid, label=sid)
+        for j in range(turns):
+            ledger.turn(s, id=f"{sid}-T{j}")
+    client.force_login(admin_user)
+    page = client.get(CHANGELIST).content.decode()
+    href = re.search(r'<a role="button" href="([^"]*)">Turns</a>', page).group(1)  # header
+    response = client.get(urljoin(CHANGELIST, html.unescape(href)))
+    assert response.status_code == 200
+    sorted_page = response.content.decode()
+    order = [sorted_page.index(f"<code>{sid}</code>") for sid in ("NONE", "FEW", "MANY")]
+    assert order == sorted(order)  # fewest turns first
+    assert sorted_page.count("<code>MANY</code>") == 1  # one row per session, not per turn
+
+
+def test_compactions_say_the_table_is_absent_when_the_ledger_has_none(client, admin_user, ledger):
+    with sqlite3.connect(ledger.path) as conn:
+        conn.execute("DROP TABLE compactions")
+    client.force_login(admin_user)
+    for url in ("/admin/conversations/compaction/", "/admin/conversations/compaction/T1/change/"):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert "This ledger has no <code>compactions</code> table" in response.content.decode()
+
+
+def test_a_search_of_thousands_of_terms_is_capped_and_says_so(client, admin_user, ledger):
+    ledger.session(id="S-HIT", label="needle")
+    client.force_login(admin_user)
+    terms = "needle " + " ".join(f"t{i}" for i in range(1_900))
+    response = client.get("/admin/conversations/session/", {"q": terms})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Searched for the first 20 of 1,901 terms" in page
