@@ -14,6 +14,15 @@ from ledgerweb.sqlite import LedgerQueryTimeout, is_interrupted
 logger = logging.getLogger(__name__)
 
 
+def _where_for_staff(request) -> str:
+    """Which ledger file: its absolute path tells about the server, so only staff see it."""
+    path = ledger_path_of()
+    user = getattr(request, "user", None)
+    if user is not None and user.is_staff:
+        return f" Ledger file: {path}"
+    return f" Ledger file: {path.name} (staff see where it is)."
+
+
 class LedgerErrorMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
@@ -39,7 +48,7 @@ class LedgerErrorMiddleware:
                 request,
                 status=503,
                 title="The ledger could not be read",
-                message=f"{exception}. Ledger file: {ledger_path_of()}",
+                message=f"{exception}.{_where_for_staff(request)}",
             )
         return None
 

@@ -180,6 +180,8 @@ CSRF_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+# A load balancer probes /healthz over plain http: a 301 to https would read as "down".
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 if not DEBUG:
     # Behind TLS in production; `make serve` on loopback sets HTTPS=0 to keep plain http working.
     _https = env_bool("HTTPS", True)

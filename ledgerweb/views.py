@@ -20,14 +20,22 @@ from ledgerweb.overview import ledger_overview
 def overview(request: HttpRequest) -> HttpResponse:
     summary = ledger_overview()
     if wants_json(request):
-        return JsonResponse(_overview_json(summary))
-    return render(request, "overview.html", {"overview": summary})
+        return JsonResponse(_overview_json(summary, request.user.is_staff))
+    ctx = {"overview": summary, "ledger_shown_as": _ledger_shown_as(summary, request.user.is_staff)}
+    return render(request, "overview.html", ctx)
 
 
-def _overview_json(summary) -> dict:
+def _ledger_shown_as(summary, staff: bool) -> str:
+    """Staff see the ledger's absolute path; others its file name (the path tells about the
+    server, and the name is what a person recognises)."""
+    return str(summary.path) if staff else summary.path.name
+
+
+def _overview_json(summary, staff: bool) -> dict:
     return {
         "ledger": {
-            "path": str(summary.path),
+            "name": summary.path.name,
+            "path": str(summary.path) if staff else None,
             "size_bytes": summary.size_bytes,
             "wal_bytes": summary.wal_bytes,
             "journal_mode": summary.journal_mode,
