@@ -14,6 +14,7 @@ from ledgerweb import health, sqlite
 from ledgerweb.db import LEDGER
 from ledgerweb.http import wants_json
 from ledgerweb.overview import ledger_overview
+from ledgerweb.timestamps import now_ms
 
 
 @require_GET
@@ -72,11 +73,25 @@ def health_report(request: HttpRequest) -> HttpResponse:
     """The ledger's invariants, for staff (the checks scan whole tables: seconds on big ledgers)."""
     if not request.user.is_staff:
         raise PermissionDenied("The health report is for staff.")
+    checked_at = now_ms()
     with sqlite.longer_time_limit(settings.LEDGER_HEALTH_TIMEOUT_MS):
         findings = health.run_checks()
+    took_ms = now_ms() - checked_at
     if wants_json(request):
-        return JsonResponse({"findings": [asdict(f) for f in findings]})
-    return render(request, "health.html", {"findings": findings})
+        return JsonResponse(
+            {
+                "checked_at": checked_at,
+                "took_ms": took_ms,
+                "findings": [asdict(f) | {"passed": f.passed} for f in findings],
+            }
+        )
+    ctx = {
+        "findings": findings,
+        "problems": sum(f.is_problem for f in findings),
+        "checked_at": checked_at,
+        "took_ms": took_ms,
+    }
+    return render(request, "health.html", ctx)
 
 
 @login_not_required
