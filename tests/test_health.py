@@ -1,6 +1,8 @@
 """Each health check finds a planted violation and stays quiet on a clean ledger."""
 
+import re
 from io import StringIO
+from urllib.parse import urljoin
 
 import pytest
 from builders import LEDGER_DB, T0, parse_html
@@ -116,6 +118,8 @@ def test_the_page_lists_every_check_with_its_result_and_when_it_ran(admin_client
     data = admin_client.get("/health/?format=json").json()
     assert isinstance(data["checked_at"], int)
     assert sum(f["passed"] for f in data["findings"]) == len(passed)
+    again = re.search(r'<a href="([^"]*)">check again</a>', page).group(1)
+    assert "checked <time" in admin_client.get(urljoin("/health/", again)).content.decode()
 
 
 def test_checks_whose_tables_are_missing_say_they_were_not_run(admin_client, ledger):

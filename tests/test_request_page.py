@@ -89,7 +89,7 @@ def test_a_failed_trigger_names_its_hook_and_does_not_pass_to_the_agent(viewer_c
     page = viewer_client.get("/pipeline/requests/HOOK/").content.decode()
     cards = card_texts(page)
     hooks = cards["Hooks"]
-    assert "failed legacy-forwarder-v0 (named by the error; in neither list below)" in hooks
+    assert "failing hook legacy-forwarder-v0 (named by the error; in neither list below)" in hooks
     assert "handled — the stage failed before the hooks could decide" in hooks
     assert "passed to the agent" not in page
     assert "runAgent · not reached" in cards["Agent"]
@@ -104,7 +104,7 @@ def test_a_failing_hook_the_row_lists_is_named_without_the_aside(viewer_client, 
         error_message="Hook 'calendar-invite-parser' raised KeyError: 'DTSTART'",
     )  # fmt: skip
     hooks = card_texts(viewer_client.get("/pipeline/requests/F-executeTriggers/").content.decode())
-    assert "failed calendar-invite-parser matched" in hooks["Hooks"]
+    assert "failing hook calendar-invite-parser matched" in hooks["Hooks"]
 
 
 def test_a_request_still_processing_says_it_is_running_and_since_when(viewer_client, ledger):
@@ -113,7 +113,8 @@ def test_a_request_still_processing_says_it_is_running_and_since_when(viewer_cli
                    completed_at=None, **reached_row("resolveAccess"))  # fmt: skip
     page = viewer_client.get("/pipeline/requests/RUN/").content.decode()
     head = " ".join(page.split('class="meta muted"')[1].split("</p>")[0].split())
-    assert "still running, at resolveAccess</strong> since" in head and "minute" in head
+    assert "still running at resolveAccess</strong>, since" in head and "minute" in head
+    assert "started" not in head  # said once: running since
     assert "not completed" not in page and "total" not in head
     cards = card_texts(page)
     assert "resolveIdentity · ran" in cards["Identity"]
