@@ -150,7 +150,7 @@ class IdleFilter(admin.SimpleListFilter):
 @admin.register(Session)
 class SessionAdmin(ReadOnlyLedgerAdmin):
     list_display = [
-        "title", "persona", "channel", "status", "turn_total", "last_activity", "idle", "open",
+        "title", "persona", "channel", "status", "turn_total", "last_activity", "open",
     ]  # fmt: skip
     list_filter = ["status", "persona", IdleFilter]
     search_fields = ["label", "routing_key", "=id"]
@@ -191,11 +191,9 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
 
     @admin.display(description="last activity", ordering="updated_at")
     def last_activity(self, obj):
-        return when(obj.updated_at)
-
-    @admin.display(description="idle for", ordering="updated_at")
-    def idle(self, obj):
-        return idle_for(obj.updated_at)
+        # How long idle, too: a restored session still shows it (a status change is not activity).
+        last, idle = when(obj.updated_at), idle_for(obj.updated_at)
+        return format_html('{}<br><small class="idle">idle {}</small>', last, idle)
 
     @admin.display(description="")
     def open(self, obj):

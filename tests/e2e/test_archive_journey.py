@@ -86,5 +86,5 @@ def test_archive_idle_previews_each_session_then_keeps_last_activity_and_restore
     expect(page.locator(".messagelist")).to_contain_text("1 session set to active")
     page.goto(live_server.url + "/admin/conversations/session/?status__exact=active")
     row = page.locator("#result_list tr", has_text="TWIN-A")
-    expect(row.locator("td.field-idle")).to_contain_text("1\xa0month")
+    expect(row.locator("td.field-last_activity .idle")).to_contain_text("1\xa0month")
     assert last_activity(ledger) == before
