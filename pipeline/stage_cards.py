@@ -99,6 +99,7 @@ def stage_cards(bars: list[Bar], r) -> dict[str, StageCard]:
     return {bar.stage: _card(bar, r) for bar in bars if bar.stage in CARD_FIELDS}
 
 
+MESSAGE_SCAN, KNOWN_SCAN = 2_000, 200
 # "Hook 'calendar-invite-parser' raised …", "Hook script exited with code 1: legacy-forwarder-v0"
 _QUOTED_HOOK = re.compile(r"""\bhook\b[^'"`:]*['"`]([^'"`]{1,200})['"`]""", re.I)
 _TRAILING_HOOK = re.compile(r"\bhook\b[^:]*:\s*([\w.:/@-]{1,200})\s*$", re.I)
@@ -109,8 +110,9 @@ def failing_hook(error_message, known: list[str]) -> str | None:
     trailing after "hook …:" in the message (the failing hook is often in neither list)."""
     if not error_message:
         return None
-    message = str(error_message)
-    for hook in sorted(set(known), key=len, reverse=True):
+    # The name is near the start; a megabyte of message must not cost a scan per listed hook.
+    message = str(error_message)[:MESSAGE_SCAN]
+    for hook in sorted(set(known[:KNOWN_SCAN]), key=len, reverse=True):
         if hook and hook in message:
             return hook
     match = _QUOTED_HOOK.search(message) or _TRAILING_HOOK.search(message)
