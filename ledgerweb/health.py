@@ -29,11 +29,21 @@ class Example:
 
 @dataclass
 class Finding:
+    """One check's result: a problem it found (`passed` False), or that it found none."""
+
     check: str
-    severity: str
+    severity: str  # how bad a violation of this check is; info for plain facts
     message: str
     count: sqlite.CappedCount
     examples: list[Example] = field(default_factory=list)
+    passed: bool = False
+
+    @property
+    def is_problem(self) -> bool:
+        return not self.passed and self.severity != INFO
+
+
+NONE_FOUND = sqlite.CappedCount(0, False)
 
 
 def _url(name: str, *args) -> str | None:
@@ -55,11 +65,11 @@ def _request_example(request_id) -> Example:
     return Example(f"request {request_id}", _url("pipeline:request", request_id))
 
 
-def _violations(check, severity, message, sql, params, example) -> Finding | None:
+def _violations(check, severity, message, sql, params, example) -> Finding:
     """Count the rows `sql` selects (at most COUNT_CAP) and keep the first few as examples."""
     rows = sqlite.rows(f"{sql} LIMIT %s", [*params, COUNT_CAP + 1])
     if not rows:
-        return None
+        return Finding(check, severity, message, NONE_FOUND, passed=True)
     count = sqlite.CappedCount(min(len(rows), COUNT_CAP), len(rows) > COUNT_CAP)
     return Finding(check, severity, message, count, [example(*r) for r in rows[:EXAMPLES]])
 
@@ -179,15 +189,15 @@ def unknown_statuses(tables: set[str]) -> list[Finding]:
             f"SELECT status, count(*) FROM {table} WHERE status NOT IN ({marks}) GROUP BY 1",
             known,
         )
-        if rows:
-            total = sum(n for _, n in rows)
-            findings.append(
-                Finding(
-                    "known statuses", WARNING, f"{table} rows with a status the seeds do not name",
-                    sqlite.CappedCount(total, False),
-                    [Example(f"{status!r}: {n:,}") for status, n in rows[:EXAMPLES]],
-                )
-            )  # fmt: skip
+        total = sum(n for _, n in rows)
+        findings.append(
+            Finding(
+                "known statuses", WARNING, f"{table} rows with a status the seeds do not name",
+                sqlite.CappedCount(total, False),
+                [Example(f"{status!r}: {n:,}") for status, n in rows[:EXAMPLES]],
+                passed=not rows,
+            )
+        )  # fmt: skip
     return findings
 
 
@@ -203,6 +213,11 @@ def file_facts() -> list[Finding]:
             Finding("journal mode", WARNING,
                     f"the ledger is in {mode} mode, not WAL: a live writer blocks readers",
                     sqlite.CappedCount(1, False))
+        )  # fmt: skip
+    else:
+        findings.append(
+            Finding("journal mode", WARNING, "the ledger is in WAL mode: readers and the writer"
+                    " do not block each other", NONE_FOUND, passed=True)
         )  # fmt: skip
     (pages,) = sqlite.rows("PRAGMA page_count")[0]
     (page_size,) = sqlite.rows("PRAGMA page_size")[0]
@@ -228,16 +243,29 @@ AGENTS_CHECKS: list[Callable] = [
 NEXUS_CHECKS: list[Callable] = [stuck_requests, inconsistent_stages, early_snapshots]
 
 
+AGENTS_TABLES = ("sessions", "turns", "messages", "tool_calls")
+
+
+def _not_checked(check: str, missing: list[str]) -> Finding:
+    tables = ", ".join(missing) + (" tables" if len(missing) > 1 else " table")
+    message = f"not checked: the ledger has no {tables}"
+    return Finding(check, INFO, message, NONE_FOUND)
+
+
 def run_checks() -> list[Finding]:
-    """Every check that applies to the tables this ledger has, errors first."""
+    """Every check's result, problems first (errors, then warnings), then facts, then the
+    checks that passed; a check whose tables are missing says it was not run."""
     tables = sqlite.table_names()
-    checks = []
-    if {"sessions", "turns", "messages", "tool_calls"} <= tables:
-        checks += AGENTS_CHECKS
-    if "nexus_requests" in tables:
-        checks += NEXUS_CHECKS
-    findings = [f for check in checks if (f := check()) is not None]
+    findings = []
+    if missing := [t for t in AGENTS_TABLES if t not in tables]:
+        findings.append(_not_checked("Agents Ledger", missing))
+    else:
+        findings += [check() for check in AGENTS_CHECKS]
+    if "nexus_requests" not in tables:
+        findings.append(_not_checked("Nexus Ledger", ["nexus_requests"]))
+    else:
+        findings += [check() for check in NEXUS_CHECKS]
     findings += unknown_statuses(tables)
     findings += file_facts()
     order = {ERROR: 0, WARNING: 1, INFO: 2}
-    return sorted(findings, key=lambda f: order[f.severity])
+    return sorted(findings, key=lambda f: (f.passed, order[f.severity]))

@@ -6,12 +6,23 @@ import re
 from django.db import OperationalError
 from django.http import JsonResponse
 from django.shortcuts import render
+from django.urls import reverse
 
 from ledgerweb.db import ledger_path_of
 from ledgerweb.http import wants_json
+from ledgerweb.roles import has_a_role
 from ledgerweb.sqlite import LedgerQueryTimeout, is_interrupted
 
 logger = logging.getLogger(__name__)
+
+
+def _where_for_staff(request) -> str:
+    """Which ledger file: its absolute path tells about the server, so only staff see it."""
+    path = ledger_path_of()
+    user = getattr(request, "user", None)
+    if user is not None and user.is_staff:
+        return f" Ledger file: {path}"
+    return f" Ledger file: {path.name} (staff see where it is)."
 
 
 class LedgerErrorMiddleware:
@@ -39,7 +50,7 @@ class LedgerErrorMiddleware:
                 request,
                 status=503,
                 title="The ledger could not be read",
-                message=f"{exception}. Ledger file: {ledger_path_of()}",
+                message=f"{exception}.{_where_for_staff(request)}",
             )
         return None
 
@@ -50,6 +61,33 @@ class LedgerErrorMiddleware:
         if getattr(request, "htmx", False):
             return render(request, "ledger_error.html#message", context, status=status)
         return render(request, "ledger_error.html", context, status=status)
+
+
+class RoleRequiredMiddleware:
+    """A signed-in user with no role gets one page: ask an administrator for a role. Runs after
+    LoginRequiredMiddleware, which has already sent anonymous visitors to the login page."""
+
+    # Signing in and out, and the liveness probe, need no role.
+    OPEN_URL_NAMES = ("login", "logout", "healthz", "admin:login", "admin:logout")
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        user = request.user
+        if not user.is_authenticated or has_a_role(user) or self._is_open(request.path):
+            return None
+        if wants_json(request):
+            return JsonResponse(
+                {"error": "no role", "detail": "Ask an administrator for a role."}, status=403
+            )
+        return render(request, "no_role.html", status=403)
+
+    def _is_open(self, path: str) -> bool:
+        return path in {reverse(name) for name in self.OPEN_URL_NAMES} | {"/favicon.ico"}
 
 
 # C0 control characters other than tab, newline and carriage return may not appear in HTML. The

@@ -22,6 +22,12 @@ ADMIN = [
 ROLES = {"viewer": VIEWER, "operator": OPERATOR, "admin": ADMIN}
 
 
+def has_a_role(user) -> bool:
+    """A signed-in user in none of the groups (and without their permissions) may see nothing:
+    an account alone is not a role (docs/decisions.md). Superusers hold every permission."""
+    return user.has_perms(VIEWER)
+
+
 def sync_roles(group_model, permission_model) -> None:
     """Create or update the groups so each holds exactly its role's permissions.
 

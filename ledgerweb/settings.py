@@ -81,6 +81,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "ledgerweb.middleware.RoleRequiredMiddleware",  # signed in, but in no group: nothing
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
@@ -188,6 +189,8 @@ CSRF_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+# A load balancer probes /healthz over plain http: a 301 to https would read as "down".
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 if not DEBUG:
     # Behind TLS in production; `make serve` on loopback sets HTTPS=0 to keep plain http working.
     _https = env_bool("HTTPS", True)

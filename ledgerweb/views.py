@@ -14,20 +14,29 @@ from ledgerweb import health, sqlite
 from ledgerweb.db import LEDGER
 from ledgerweb.http import wants_json
 from ledgerweb.overview import ledger_overview
+from ledgerweb.timestamps import now_ms
 
 
 @require_GET
 def overview(request: HttpRequest) -> HttpResponse:
     summary = ledger_overview()
     if wants_json(request):
-        return JsonResponse(_overview_json(summary))
-    return render(request, "overview.html", {"overview": summary})
+        return JsonResponse(_overview_json(summary, request.user.is_staff))
+    ctx = {"overview": summary, "ledger_shown_as": _ledger_shown_as(summary, request.user.is_staff)}
+    return render(request, "overview.html", ctx)
 
 
-def _overview_json(summary) -> dict:
+def _ledger_shown_as(summary, staff: bool) -> str:
+    """Staff see the ledger's absolute path; others its file name (the path tells about the
+    server, and the name is what a person recognises)."""
+    return str(summary.path) if staff else summary.path.name
+
+
+def _overview_json(summary, staff: bool) -> dict:
     return {
         "ledger": {
-            "path": str(summary.path),
+            "name": summary.path.name,
+            "path": str(summary.path) if staff else None,
             "size_bytes": summary.size_bytes,
             "wal_bytes": summary.wal_bytes,
             "journal_mode": summary.journal_mode,
@@ -64,11 +73,25 @@ def health_report(request: HttpRequest) -> HttpResponse:
     """The ledger's invariants, for staff (the checks scan whole tables: seconds on big ledgers)."""
     if not request.user.is_staff:
         raise PermissionDenied("The health report is for staff.")
+    checked_at = now_ms()
     with sqlite.longer_time_limit(settings.LEDGER_HEALTH_TIMEOUT_MS):
         findings = health.run_checks()
+    took_ms = now_ms() - checked_at
     if wants_json(request):
-        return JsonResponse({"findings": [asdict(f) for f in findings]})
-    return render(request, "health.html", {"findings": findings})
+        return JsonResponse(
+            {
+                "checked_at": checked_at,
+                "took_ms": took_ms,
+                "findings": [asdict(f) | {"passed": f.passed} for f in findings],
+            }
+        )
+    ctx = {
+        "findings": findings,
+        "problems": sum(f.is_problem for f in findings),
+        "checked_at": checked_at,
+        "took_ms": took_ms,
+    }
+    return render(request, "health.html", ctx)
 
 
 @login_not_required

@@ -8,12 +8,14 @@ from django.db.models import Q
 
 from ledgerweb import sqlite
 from ledgerweb.db import LEDGER
+from ledgerweb.health import STUCK_AFTER_MS
 from ledgerweb.paging import capped
 from ledgerweb.text import JsonText, parse_json, show_json
-from ledgerweb.timestamps import elapsed_ms
+from ledgerweb.timestamps import elapsed_ms, now_ms
 from pipeline.filters import RequestFilters
 from pipeline.models import NexusRequest
 from pipeline.signatures import signature
+from pipeline.stage_cards import StageCard, failing_hook, hooks_handled_text, stage_cards
 from pipeline.stages import Bar, Timings, parse_timings, stage_problems, waterfall
 
 # "100+ similar failures" says enough, and stops the masking function after ~100 matches.
@@ -73,6 +75,18 @@ class RequestDetail:
     next_failure: str | None = None
     turn_session_id: str | None = None
     turn_missing: bool = False
+    cards: dict[str, StageCard] = field(default_factory=dict)
+    failing_hook: str | None = None
+    handled_text: str = ""
+
+    @property
+    def running(self) -> bool:
+        return self.request.status == "processing"
+
+    @property
+    def failing_hook_listed(self) -> bool:
+        listed = set(self.hooks.matched.items) | set(self.hooks.fired.items)
+        return self.failing_hook in listed
 
     @property
     def duration_ms(self):
@@ -109,7 +123,13 @@ def load_request(request_id: str, with_similar: bool = True) -> RequestDetail | 
         message_ids=json_list(r.delivery_message_ids, "delivery_message_ids"),
         snapshot=show_json(r.request_snapshot),
     )
+    detail.cards = stage_cards(detail.bars, r)
+    detail.handled_text = hooks_handled_text(r.hooks_handled, detail.cards)
+    if detail.cards["executeTriggers"].state == "failed here":
+        detail.failing_hook = failing_hook(r.error_message, hooks.matched.items + hooks.fired.items)
     detail.problems += timings.problems
+    if detail.running and isinstance(r.started_at, int):
+        _warn_if_stuck(detail, now_ms() - r.started_at)
     for json_field in (hooks.matched, hooks.fired, detail.tool_names, detail.message_ids):
         if json_field.problem:
             detail.problems.append(json_field.problem)
@@ -117,6 +137,15 @@ def load_request(request_id: str, with_similar: bool = True) -> RequestDetail | 
     if with_similar:
         count_similar(detail)
     return detail
+
+
+def _warn_if_stuck(detail: RequestDetail, running_ms: int) -> None:
+    """The health page's "always finalized" check, said where a stuck request is looked at."""
+    if running_ms >= STUCK_AFTER_MS:
+        detail.problems.append(
+            f"still processing {running_ms // 60_000:,} minutes after it started: the runtime"
+            " may have stopped without finalizing it"
+        )
 
 
 def _related(param: str, value, exclude_id: str) -> list[NexusRequest]:

@@ -42,4 +42,8 @@ def request_detail(d: RequestDetail) -> dict:
         "previous_failure": d.previous_failure,
         "next_failure": d.next_failure,
         "turn": {"id": r.turn_id, "session_id": d.turn_session_id} if r.turn_id else None,
+        "stage_cards": {
+            stage: {"state": card.state, "note": card.note} for stage, card in d.cards.items()
+        },
+        "failing_hook": d.failing_hook,
     }

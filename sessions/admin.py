@@ -5,18 +5,24 @@ archive / restore / mark-deleted actions (status changes through sessions.status
 other tables are read-only lists that link to their pages in the dashboard.
 """
 
+from dataclasses import dataclass
+
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count, OuterRef, Subquery
+from django.db.models import BooleanField, Count, OuterRef, Subquery
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.functional import cached_property
 from django.utils.html import format_html
+from django.utils.text import smart_split
+from django.utils.timesince import timesince
 
+from ledgerweb import sqlite
 from ledgerweb.paging import capped
+from ledgerweb.templatetags.ledger import ledger_bool
 from ledgerweb.timestamps import ms_to_datetime
 from sessions.kinds import RoutingKey
 from sessions.models import Compaction, Message, Session, ToolCall, Turn
@@ -25,6 +31,7 @@ from sessions.status_changes import change_status
 DAY_MS = 86_400_000
 COUNT_CAP = 100_000
 PAGINATOR_CAP = 10_000
+PREVIEW_ROWS = 50  # sessions listed by name on a confirmation page; the rest are counted
 
 
 class CappedPaginator(Paginator):
@@ -36,12 +43,44 @@ class CappedPaginator(Paginator):
         return capped(self.object_list, PAGINATOR_CAP).value
 
 
+def _as_stored(field_name: str):
+    """A BOOLEAN column shown as yes / no / — or, when the writer put 2 or 'true' there, as
+    stored (Django's boolean icon raises KeyError on anything but True, False and None)."""
+
+    @admin.display(description=field_name.replace("_", " "))
+    def show(obj):
+        return ledger_bool(getattr(obj, field_name))
+
+    return show
+
+
 class ReadOnlyLedgerAdmin(admin.ModelAdmin):
     """Lists and detail pages, no add / change / delete: the ledger belongs to the runtime."""
 
     list_per_page = 50
     show_full_result_count = False  # no count(*) of a million rows on every page
     paginator = CappedPaginator
+    # Every term is one more LIKE in one expression: ~1,900 of them make SQLite refuse the
+    # query ("Expression tree is too large"). More than this are dropped, and the page says so.
+    max_search_terms = 20
+
+    def get_fields(self, request, obj=None):
+        return [
+            _as_stored(f.name) if isinstance(f, BooleanField) else f.name
+            for f in self.model._meta.concrete_fields
+        ]
+
+    def get_search_results(self, request, queryset, search_term):
+        terms = list(smart_split(search_term))
+        if len(terms) > self.max_search_terms:
+            self.message_user(
+                request,
+                f"Searched for the first {self.max_search_terms} of {len(terms):,} terms;"
+                " the rest were left out. Narrow the search.",
+                messages.WARNING,
+            )
+            search_term = " ".join(terms[: self.max_search_terms])
+        return super().get_search_results(request, queryset, search_term)
 
     def has_add_permission(self, request):
         return False
@@ -56,6 +95,34 @@ class ReadOnlyLedgerAdmin(admin.ModelAdmin):
 def when(ms) -> str:
     moment = ms_to_datetime(ms)
     return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M") if moment else str(ms)
+
+
+def idle_for(ms) -> str:
+    """How long ago a last-activity time was, in words ("3 months"); "?" for junk."""
+    moment = ms_to_datetime(ms)
+    return timesince(moment, timezone.now(), depth=2) if moment else "?"
+
+
+@dataclass(frozen=True)
+class PreviewRow:
+    """A session as the confirmation pages list it: enough to tell two "Untitled" apart."""
+
+    id: str
+    label: str
+    status: str
+    last_activity: str
+    idle: str
+    url: str
+
+
+def preview(sessions, total: int) -> dict:
+    """The longest idle sessions first, as rows (`sample`), and how many are not listed."""
+    rows = [
+        PreviewRow(s.id, s.label or s.routing_key or "", s.status, when(s.updated_at),
+                   idle_for(s.updated_at), reverse("sessions:detail", args=[s.id]))
+        for s in sessions.order_by("updated_at", "id")[:PREVIEW_ROWS]
+    ]  # fmt: skip
+    return {"sample": rows, "more": max(0, total - len(rows))}
 
 
 class IdleFilter(admin.SimpleListFilter):
@@ -82,7 +149,9 @@ class IdleFilter(admin.SimpleListFilter):
 
 @admin.register(Session)
 class SessionAdmin(ReadOnlyLedgerAdmin):
-    list_display = ["title", "persona", "channel", "status", "turns", "last_activity", "open"]
+    list_display = [
+        "title", "persona", "channel", "status", "turn_total", "last_activity", "open",
+    ]  # fmt: skip
     list_filter = ["status", "persona", IdleFilter]
     search_fields = ["label", "routing_key", "=id"]
     ordering = ["-updated_at"]
@@ -100,13 +169,20 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
         )
         return super().get_queryset(request).annotate(turn_count=Subquery(turns))
 
+    # Not named `turns`: the changelist sorts a column named like a model field (here the
+    # reverse relation Session.turns) by that field, which joined turns and ordered by turns.id.
     @admin.display(description="turns", ordering="turn_count")
-    def turns(self, obj):
+    def turn_total(self, obj):
         return obj.turn_count or 0
 
     @admin.display(description="session", ordering="label")
     def title(self, obj):
-        return obj.label or obj.routing_key
+        # With its id: labels repeat ("Untitled"), and the admin must tell the rows apart.
+        return format_html(
+            '{} <small class="session-id"><code>{}</code></small>',
+            obj.label or obj.routing_key,
+            obj.id,
+        )
 
     @admin.display(description="channel")
     def channel(self, obj):
@@ -115,7 +191,9 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
 
     @admin.display(description="last activity", ordering="updated_at")
     def last_activity(self, obj):
-        return when(obj.updated_at)
+        # How long idle, too: a restored session still shows it (a status change is not activity).
+        last, idle = when(obj.updated_at), idle_for(obj.updated_at)
+        return format_html('{}<br><small class="idle">idle {}</small>', last, idle)
 
     @admin.display(description="")
     def open(self, obj):
@@ -149,13 +227,14 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
             )
             self.message_user(request, note, messages.SUCCESS)
             return redirect("admin:conversations_session_changelist")
+        count = capped(idle, COUNT_CAP)
         context = {
             **self.admin_site.each_context(request),
             "title": "Archive idle sessions",
             "opts": self.model._meta,
             "days": days,
-            "count": capped(idle, COUNT_CAP),
-            "sample": idle.order_by("updated_at")[:10],
+            "count": count,
+            **preview(idle, count.value),
         }
         return TemplateResponse(request, "admin/conversations/session/archive_idle.html", context)
 
@@ -189,7 +268,7 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
                 **self.admin_site.each_context(request),
                 "title": f"Set {len(ids)} session{'s' if len(ids) != 1 else ''} to {status}?",
                 "opts": self.model._meta,
-                "sessions": queryset.order_by("-updated_at")[:20],
+                **preview(queryset, len(ids)),
                 "count": len(ids),
                 "ids": ids,
                 "status": status,
@@ -255,3 +334,25 @@ class ToolCallAdmin(ReadOnlyLedgerAdmin):
 @admin.register(Compaction)
 class CompactionAdmin(ReadOnlyLedgerAdmin):
     list_display = ["turn_id", "model", "tokens_before", "tokens_after", "trigger_reason"]
+
+    # The compactions table is optional (ARCHITECTURE.md §2): without it, say so.
+
+    def changelist_view(self, request, extra_context=None):
+        return self._table_absent(request) or super().changelist_view(request, extra_context)
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        return self._table_absent(request) or super().changeform_view(
+            request, object_id, form_url, extra_context
+        )
+
+    def _table_absent(self, request):
+        table = self.model._meta.db_table
+        if table in sqlite.table_names():
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Compactions",
+            "opts": self.model._meta,
+            "table": table,
+        }
+        return TemplateResponse(request, "admin/conversations/table_absent.html", context)

@@ -1,9 +1,12 @@
 """The admin: archive, restore and mark deleted change a status, never delete; who may do what."""
 
+import html
+import re
 import sqlite3
+from urllib.parse import urljoin
 
 import pytest
-from builders import T0
+from builders import T0, parse_html
 from django.contrib.admin.models import LogEntry
 
 pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
@@ -22,6 +25,11 @@ def sessions(ledger):
 def statuses(ledger) -> dict[str, str]:
     with sqlite3.connect(ledger.path) as conn:
         return dict(conn.execute("SELECT id, status FROM sessions"))
+
+
+def last_activity(ledger) -> dict[str, int]:
+    with sqlite3.connect(ledger.path) as conn:
+        return dict(conn.execute("SELECT id, updated_at FROM sessions"))
 
 
 def rows(ledger, table) -> int:
@@ -46,18 +54,49 @@ def test_archiving_asks_first_then_changes_only_the_status(client, operator, ses
     assert response.status_code == 302
     assert statuses(sessions) == {"S0": "archived", "S1": "archived", "S2": "active"}
     assert rows(sessions, "turns") == 3  # nothing else touched
-    with sqlite3.connect(sessions.path) as conn:
-        updated = dict(conn.execute("SELECT id, updated_at FROM sessions"))
-    assert updated["S0"] > T0 + 1_000_000 and updated["S2"] == T0 + 2
+    # A status change is not activity: last activity stays (it used to become "now").
+    assert last_activity(sessions) == {"S0": T0, "S1": T0 + 1, "S2": T0 + 2}
     log = LogEntry.objects.filter(object_id__in=["S0", "S1"])
     assert log.count() == 2 and {e.user for e in log} == {operator}
+    assert {e.change_message for e in log} == {
+        "Set status from active to archived; last activity unchanged."
+    }
 
 
-def test_restore_brings_sessions_back(client, operator, sessions):
+def test_restore_brings_sessions_back_still_idle_since_their_last_activity(
+    client, operator, sessions
+):
     client.force_login(operator)
     act(client, "archive", ["S0"])
     act(client, "restore", ["S0"])
     assert statuses(sessions)["S0"] == "active"
+    assert last_activity(sessions)["S0"] == T0
+    row = client.get(CHANGELIST + "?q=Chat+0").content.decode().split('class="idle">')[1]
+    assert "year" in row.split("<")[0]  # idle since T0, in 2024, not "0 minutes"
+    log = LogEntry.objects.filter(object_id="S0").order_by("action_time")
+    assert [e.change_message for e in log] == [
+        "Set status from active to archived; last activity unchanged.",
+        "Set status from archived to active; last activity unchanged.",
+    ]
+
+
+def test_the_confirmation_tells_sessions_with_the_same_label_apart(client, operator, ledger):
+    from ledgerweb.timestamps import now_ms
+
+    ledger.session(id="TWIN-A", label="Untitled", updated_at=now_ms() - 40 * 86_400_000)
+    ledger.session(id="TWIN-B", label="Untitled", updated_at=now_ms() - 3 * 86_400_000)
+    client.force_login(operator)
+    page = act(client, "archive", ["TWIN-A", "TWIN-B"], confirmed=False).content.decode()
+    parse_html(page)
+    table = page.split('class="session-preview"')[1].split("</table>")[0]
+    rows = table.split("<tr>")[2:]
+    assert len(rows) == 2
+    assert "<code>TWIN-A</code>" in rows[0] and "1\xa0month" in rows[0]  # longest idle first
+    assert "<code>TWIN-B</code>" in rows[1] and "3\xa0days" in rows[1]
+    for row, sid in zip(rows, ("TWIN-A", "TWIN-B"), strict=True):
+        assert "Untitled" in row and f'href="/sessions/{sid}/"' in row
+        href = row.split('href="')[1].split('"')[0]
+        assert "Untitled" in client.get(href).content.decode()  # the link opens that session
 
 
 def test_archiving_hundreds_at_once(client, operator, ledger):
@@ -136,9 +175,15 @@ def test_archive_idle_sessions_previews_then_archives(client, operator, ledger):
     url = "/admin/conversations/session/archive-idle/"
     preview = client.get(url + "?days=30").content.decode()
     assert "<strong>2</strong> active sessions idle for more than 30 days" in preview
+    assert preview.index("<code>OLD2</code>") < preview.index("<code>OLD1</code>")
+    assert 'href="/sessions/OLD1/"' in preview and "2\xa0months" in preview
     assert statuses(ledger) == {"OLD1": "active", "OLD2": "active", "NEW": "active"}
+    before = last_activity(ledger)
     client.post(url, {"days": "60", "confirmed": "yes"})
     assert statuses(ledger) == {"OLD1": "active", "OLD2": "archived", "NEW": "active"}
+    assert last_activity(ledger) == before
+    # Still idle as long as before: the 30-day preview still counts OLD1 (OLD2 is archived now).
+    assert "<strong>1</strong> active session idle" in client.get(url + "?days=30").content.decode()
 
 
 def test_a_viewer_cannot_archive_idle_sessions_even_by_posting(client, viewer, ledger):
@@ -175,7 +220,7 @@ def test_the_session_list_shows_turn_counts_in_a_bounded_number_of_queries(
     # 4 reads + the savepoint and release of the request's read transaction
     with django_assert_max_num_queries(6, connection=connections["ledger"]):
         page = client.get(CHANGELIST).content.decode()
-    assert '<td class="field-turns">3</td>' in page
+    assert '<td class="field-turn_total">3</td>' in page
 
 
 def test_the_request_list_filters_by_fixed_choices(client, admin_user, ledger):
@@ -199,3 +244,54 @@ def test_no_delete_statement_reaches_the_ledger_from_the_admin(client, admin_use
     statements = [q["sql"].lstrip().upper() for q in writes.captured_queries]
     assert any(s.startswith("UPDATE") for s in statements)
     assert not any(s.startswith("DELETE") for s in statements)
+
+
+# -- Odd rows, big sorts and searches, missing tables ----------------------------------------
+
+
+@pytest.mark.parametrize("value", [2, "true"])
+def test_a_request_whose_boolean_holds_something_else_opens_and_shows_it(
+    client, admin_user, ledger, value
+):
+    ledger.request(id="R-ODD", delivery_success=value, principal_is_user=1)
+    client.force_login(admin_user)
+    response = client.get("/admin/pipeline/nexusrequest/R-ODD/change/")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert f"{value} (not a boolean)" in page
+
+
+def test_sorting_sessions_by_turns_sorts_by_the_count(client, admin_user, ledger):
+    for sid, turns in (("FEW", 1), ("MANY", 3), ("NONE", 0)):
+        s = ledger.session(id=sid, label=sid)
+        for j in range(turns):
+            ledger.turn(s, id=f"{sid}-T{j}")
+    client.force_login(admin_user)
+    page = client.get(CHANGELIST).content.decode()
+    href = re.search(r'<a role="button" href="([^"]*)">Turns</a>', page).group(1)  # header
+    response = client.get(urljoin(CHANGELIST, html.unescape(href)))
+    assert response.status_code == 200
+    sorted_page = response.content.decode()
+    order = [sorted_page.index(f"<code>{sid}</code>") for sid in ("NONE", "FEW", "MANY")]
+    assert order == sorted(order)  # fewest turns first
+    assert sorted_page.count("<code>MANY</code>") == 1  # one row per session, not per turn
+
+
+def test_compactions_say_the_table_is_absent_when_the_ledger_has_none(client, admin_user, ledger):
+    with sqlite3.connect(ledger.path) as conn:
+        conn.execute("DROP TABLE compactions")
+    client.force_login(admin_user)
+    for url in ("/admin/conversations/compaction/", "/admin/conversations/compaction/T1/change/"):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert "This ledger has no <code>compactions</code> table" in response.content.decode()
+
+
+def test_a_search_of_thousands_of_terms_is_capped_and_says_so(client, admin_user, ledger):
+    ledger.session(id="S-HIT", label="needle")
+    client.force_login(admin_user)
+    terms = "needle " + " ".join(f"t{i}" for i in range(1_900))
+    response = client.get("/admin/conversations/session/", {"q": terms})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Searched for the first 20 of 1,901 terms" in page

@@ -1,9 +1,11 @@
 """Each health check finds a planted violation and stays quiet on a clean ledger."""
 
+import re
 from io import StringIO
+from urllib.parse import urljoin
 
 import pytest
-from builders import LEDGER_DB, T0
+from builders import LEDGER_DB, T0, parse_html
 from django.core.management import call_command
 
 from ledgerweb import health
@@ -13,7 +15,7 @@ pytestmark = LEDGER_DB
 
 
 def problems() -> dict[str, health.Finding]:
-    return {f.message: f for f in health.run_checks() if f.severity != health.INFO}
+    return {f.message: f for f in health.run_checks() if f.is_problem}
 
 
 @pytest.fixture
@@ -97,6 +99,40 @@ def test_the_command_reports_an_error_and_fails(clean):
     assert exit_.value.code == 1
     assert "ERROR tree integrity: turns whose parent turn does not exist (1)" in out.getvalue()
     assert "turn ORPHAN" in out.getvalue()
+
+
+def test_the_page_lists_every_check_with_its_result_and_when_it_ran(admin_client, clean):
+    clean.turn({"id": "S1"}, id="ORPHAN", parent_turn_id="gone")
+    page = admin_client.get("/health/").content.decode()
+    parse_html(page)
+    assert "checked <time" in page and "1 problem found." in page
+    rows = page.split("<tbody>")[1].split("</tbody>")[0].split("<tr")[1:]
+    # Every check is there: the one that found something first, then the ones that passed.
+    assert 'class="severity-error"' in rows[0] and "turn ORPHAN" in rows[0]
+    passed = [row for row in rows if 'class="passed"' in row]
+    checks = len(health.AGENTS_CHECKS) + len(health.NEXUS_CHECKS) + len(health.KNOWN_STATUSES)
+    assert len(passed) == checks + 1 - 1  # and the journal mode; less the failed one
+    for message in ("sessions whose head is not a leaf", "requests whose stage contradicts",
+                    "turns rows with a status the seeds do not name", "in WAL mode"):  # fmt: skip
+        assert any(message in row and ">passed<" in row for row in passed), message
+    data = admin_client.get("/health/?format=json").json()
+    assert isinstance(data["checked_at"], int)
+    assert sum(f["passed"] for f in data["findings"]) == len(passed)
+    again = re.search(r'<a href="([^"]*)">check again</a>', page).group(1)
+    assert "checked <time" in admin_client.get(urljoin("/health/", again)).content.decode()
+
+
+def test_checks_whose_tables_are_missing_say_they_were_not_run(admin_client, ledger):
+    for table in ("tool_calls", "messages"):
+        ledger.conn.execute(f"DROP TABLE {table}")
+    page = admin_client.get("/health/").content.decode()
+    assert "not checked: the ledger has no messages, tool_calls tables" in page
+
+
+def test_the_command_lists_passed_checks_when_asked(clean):
+    out = StringIO()
+    call_command("ledger_check", verbosity=2, stdout=out)
+    assert "PASSED tree integrity: turns whose parent turn does not exist" in out.getvalue()
 
 
 def test_the_health_page_is_for_staff_only(viewer_client, client, operator, clean):

@@ -1,5 +1,6 @@
-"""Every URL of the site needs a signed-in user, except the login page and /healthz; signing in
-resists password guessing."""
+"""Every URL of the site needs a signed-in user, except the login page and /healthz, and a role:
+a signed-in user in no group sees only a page saying to ask an admin for one. Signing in resists
+password guessing."""
 
 import re
 from datetime import timedelta
@@ -51,6 +52,51 @@ def test_an_anonymous_post_is_refused_too(client, url):
     assert response.status_code in (302, 403), url
     if response.status_code == 302:
         assert "/login/" in response["Location"]
+
+
+@pytest.fixture
+def nobody(django_user_model):
+    """Signed up, in no group: even with staff status (the admin's door) there is no role."""
+    return django_user_model.objects.create_user(username="nora", password="pw", is_staff=True)
+
+
+NO_ROLE_OPEN = PUBLIC | {"/accounts/logout/", "/admin/logout/"}
+
+
+@LEDGER_DB
+@pytest.mark.parametrize("url", [u for u in ALL_URLS if u not in NO_ROLE_OPEN])
+def test_a_user_in_no_group_sees_only_a_page_asking_for_a_role(client, nobody, url):
+    client.force_login(nobody)
+    response = client.get(url)
+    assert response.status_code == 403, url
+    assert b"Ask an administrator to add you to one of the groups" in response.content
+    assert b'aria-label="Main"' not in response.content  # no menu into pages they cannot see
+    twin = client.get(url, {"format": "json"}, HTTP_ACCEPT="application/json")
+    assert twin.status_code == 403
+
+
+@LEDGER_DB
+def test_a_user_in_no_group_is_told_after_signing_in_and_can_sign_out(client, nobody):
+    response = client.post(
+        "/accounts/login/", {"username": "nora", "password": "pw", "next": "/"}, follow=True
+    )
+    assert response.status_code == 403 and b"No role yet" in response.content
+    assert b"nora" in response.content
+    client.post("/accounts/logout/")
+    assert client.get("/").status_code == 302  # signed out: back to the login page
+
+
+@LEDGER_DB
+def test_once_in_the_viewer_group_the_same_user_browses(client, nobody):
+    from django.contrib.auth.models import Group, Permission
+
+    from ledgerweb.roles import sync_roles
+
+    sync_roles(Group, Permission)
+    nobody.groups.add(Group.objects.get(name="viewer"))
+    client.force_login(nobody)
+    assert client.get("/").status_code == 200
+    assert client.get("/sessions/?format=json").status_code == 200
 
 
 @LEDGER_DB

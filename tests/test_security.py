@@ -7,9 +7,11 @@ import re
 import sqlite3
 
 import pytest
-from builders import LEDGER_DB, T0
-from django.test import Client
+from builders import LEDGER_DB, T0, use_ledger
+from django.test import Client, override_settings
 from test_login_required import ALL_URLS
+
+from ledgerweb.db import LEDGER, ledger_path_of
 
 pytestmark = LEDGER_DB
 
@@ -153,6 +155,51 @@ def test_healthz_tells_a_stranger_nothing_but_ok(client, world):
     assert response.content == b"ok\n"
     assert response["Content-Type"].startswith("text/plain")
     assert not response.cookies  # no session, no CSRF cookie: nothing to learn or reuse
+
+
+def test_healthz_answers_plain_http_even_when_https_is_enforced(client, world):
+    # A load balancer probes over plain http; every other URL still goes to https.
+    with override_settings(SECURE_SSL_REDIRECT=True):
+        assert client.get("/healthz").status_code == 200
+        assert client.get("/").status_code == 301
+
+
+# -- What errors reveal ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def missing_ledger(tmp_path):
+    original = ledger_path_of(LEDGER)
+    use_ledger(tmp_path / "secret-dir" / "nowhere.sqlite3")
+    yield tmp_path / "secret-dir"
+    use_ledger(original)
+
+
+@pytest.mark.django_db(transaction=True, databases="__all__")
+@pytest.mark.parametrize("as_json", [False, True])
+def test_the_unreadable_ledger_page_shows_its_path_to_staff_only(
+    client, viewer, admin_user, missing_ledger, as_json
+):
+    url = "/?format=json" if as_json else "/"
+    client.force_login(viewer)
+    response = client.get(url)
+    assert response.status_code == 503
+    assert b"nowhere.sqlite3" in response.content  # the name, to recognise it
+    assert str(missing_ledger).encode() not in response.content
+    client.force_login(admin_user)
+    assert str(missing_ledger).encode() in client.get(url).content
+
+
+def test_the_overview_shows_the_ledger_path_to_staff_only(client, viewer, admin_user, world):
+    directory = str(world.path.parent)
+    client.force_login(viewer)
+    data = client.get("/?format=json").json()["ledger"]
+    assert data["name"] == world.path.name and data["path"] is None
+    page = client.get("/").content.decode()
+    assert world.path.name in page and directory not in page
+    client.force_login(admin_user)
+    assert client.get("/?format=json").json()["ledger"]["path"] == str(world.path)
+    assert directory in client.get("/").content.decode()
 
 
 # -- The demo admin --------------------------------------------------------------------------------

@@ -154,3 +154,12 @@ def figure_json(figure) -> str:
     """A Plotly figure as JSON for a data-figure attribute (autoescaping makes it a safe
     attribute value; the browser hands the JSON back unescaped to ledgerweb.js)."""
     return json.dumps(figure, separators=(",", ":"), allow_nan=False, default=str)
+
+
+@register.filter
+def ledger_bool(value) -> SafeString:
+    """A BOOLEAN column as yes / no / —, and any other value (2, 'true') as stored, flagged:
+    SQLite keeps whatever the writer put there."""
+    if value is True or value is False or value is None:
+        return mark_safe({True: "yes", False: "no", None: "—"}[value])
+    return format_html('<span class="warn">{} (not a boolean)</span>', value)

@@ -22,6 +22,10 @@ class Command(BaseCommand):
             findings = health.run_checks()
         errors = 0
         for f in findings:
+            if f.passed:  # listed on request: cron mails only what needs a look
+                if options["verbosity"] >= 2:
+                    self.stdout.write(f"PASSED {f.check}: {f.message}")
+                continue
             style = {"error": self.style.ERROR, "warning": self.style.WARNING}.get(f.severity, str)
             count = "" if f.severity == health.INFO else f" ({f.count})"
             self.stdout.write(style(f"{f.severity.upper()} {f.check}: {f.message}{count}"))
