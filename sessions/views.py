@@ -19,6 +19,7 @@ from sessions.detail import TurnInfo, load_tree, turn_info
 from sessions.kinds import FORK, KINDS
 from sessions.list_rows import session_rows_html
 from sessions.listing import SessionFilters, session_page
+from sessions.membership import turn_in_session
 from sessions.models import Session
 from sessions.page import tree_items
 from sessions.rows_html import tree_rows_html
@@ -34,6 +35,15 @@ def _get_session(session_id: str) -> Session:
     session = Session.objects.filter(id=session_id).first()
     if session is None:
         raise Http404(f"No session {session_id!r} in this ledger")
+    return session
+
+
+def _get_session_and_turn(session_id: str, turn_id: str) -> Session:
+    """The session of a turn URL, once the turn is known to be in its tree (see membership):
+    /sessions/A/turns/<a turn of B>/ would otherwise show, export or fork B's thread as A's."""
+    session = _get_session(session_id)
+    if not turn_in_session(session.id, session.current_turn_id, turn_id):
+        raise Http404(f"No turn {turn_id!r} in session {session_id!r}")
     return session
 
 
@@ -142,14 +152,15 @@ def _panel_html(ctx: dict) -> dict:
 
 @require_GET
 def turn_detail(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
-    session = _get_session(session_id)
     if request.htmx and not request.htmx.history_restore_request:
         # The panel beside the tree: the tree is already on the page.
+        session = _get_session_and_turn(session_id, turn_id)
         info = turn_info(turn_id)
         if info is None:
             raise Http404(f"No turn {turn_id!r}")
         ctx = {"session": session} | _turn_context(session, turn_id, info)
         return render(request, "sessions/detail.html#panel", ctx | _panel_html(ctx))
+    session = _get_session(session_id)
     ctx = _session_context(request, session, turn_id)
     if turn_id not in ctx["tree"].turns:
         raise Http404(f"No turn {turn_id!r} in session {session_id!r}")
@@ -164,15 +175,17 @@ def turn_detail(request: HttpRequest, session_id: str, turn_id: str) -> HttpResp
 @require_GET
 def tool_call(request: HttpRequest, session_id: str, turn_id: str, call_id: str) -> HttpResponse:
     """The parameters and result of one tool call, loaded when it is opened in a long list."""
+    session = _get_session_and_turn(session_id, turn_id)
     call = load_tool_call(turn_id, call_id)
     if call is None:
         raise Http404(f"No tool call {call_id!r} in turn {turn_id!r}")
-    ctx = {"c": call, "session": _get_session(session_id), "turn_id": turn_id}
+    ctx = {"c": call, "session": session, "turn_id": turn_id}
     return render(request, "sessions/_call_body.html", ctx)
 
 
 @require_GET
 def payload(request: HttpRequest, session_id: str, turn_id: str, kind: str, item_id: str):
+    _get_session_and_turn(session_id, turn_id)
     text = load_payload(turn_id, kind, item_id)
     if text is None:
         raise Http404("No such payload")
@@ -186,7 +199,7 @@ def payload(request: HttpRequest, session_id: str, turn_id: str, kind: str, item
 
 @require_GET
 def thread(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
-    session = _get_session(session_id)
+    session = _get_session_and_turn(session_id, turn_id)
     show_all = wants_json(request) or request.GET.get("all") == "1"
     the_thread = load_thread(turn_id, newest=None if show_all else THREAD_PAGE_TURNS)
     if the_thread is None:
@@ -206,7 +219,7 @@ def thread(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
 def fork(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     if not request.user.has_perm("conversations.fork_session"):
         raise PermissionDenied("Only operators can fork sessions.")
-    origin = _get_session(session_id)
+    origin = _get_session_and_turn(session_id, turn_id)
     label = request.POST.get("label", "").strip()
     if not label:
         flash.error(request, "Give the fork a label so you can find it again.")
@@ -222,7 +235,7 @@ def fork(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
 
 @require_GET
 def export(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
-    session = _get_session(session_id)
+    session = _get_session_and_turn(session_id, turn_id)
     the_thread = load_thread(turn_id, full_text=True)
     if the_thread is None:
         raise Http404(f"No turn {turn_id!r}")

@@ -1,0 +1,100 @@
+"""Every turn URL (/sessions/<session>/turns/<turn>/…) answers only for a turn in that session's
+tree: the session's own turns and the ones a fork inherits from its origin. Any other turn is a
+404, so nobody exports, reads or forks session B's thread under session A's name."""
+
+import pytest
+from builders import LEDGER_DB, T0
+
+from sessions.models import Session
+
+pytestmark = LEDGER_DB
+
+
+@pytest.fixture
+def origin_and_fork(ledger):
+    """Origin O: root → fork point P → O's own head; P also has a side branch X.
+    Fork F (from P) has one own turn. Session B is unrelated."""
+    origin = ledger.session(id="O", label="Origin")
+    root = ledger.turn(origin, id="O-root", started_at=T0)
+    point = ledger.turn(origin, root, id="O-point", started_at=T0 + 1)
+    side = ledger.turn(origin, point, id="O-side", started_at=T0 + 2)
+    head = ledger.turn(origin, point, id="O-head", started_at=T0 + 3)
+    ledger.set_head(origin, root, head)
+    fork = ledger.session(id="F", label="Retry", routing_key="fork:O:F")
+    own = ledger.turn(fork, point, id="F-own", started_at=T0 + 4)
+    ledger.set_head(fork, root, own)
+    other = ledger.session(id="B", label="Someone else")
+    b_turn = ledger.turn(other, id="B-turn", started_at=T0)
+    ledger.set_head(other, b_turn, b_turn)
+    for turn in (root, point, side, head, own, b_turn):
+        ledger.message(turn, 1, id=f"M-{turn['id']}", content=f"said in {turn['id']}")
+        ledger.tool_call(turn, 1, id=f"C-{turn['id']}", result=f'"result of {turn["id"]}"')
+
+
+# Every GET a turn has, as (name, path under /sessions/<s>/turns/<t>/, extra headers).
+TURN_GETS = [
+    ("detail", "", {}),
+    ("panel", "", {"HX-Request": "true"}),
+    ("thread", "thread/", {}),
+    ("export", "export.json", {}),
+    ("message payload", "payload/message/M-{turn}/", {}),
+    ("result payload", "payload/result/C-{turn}/", {}),
+    ("tool call", "calls/C-{turn}/", {}),
+]
+IN_TREE = [
+    ("O", "O-side"),  # the origin's own turns
+    ("F", "F-own"),  # the fork's own turn
+    ("F", "O-root"),  # inherited: an ancestor of the fork's own turns
+    ("F", "O-point"),  # inherited: the fork point itself
+]
+NOT_IN_TREE = [
+    ("O", "B-turn"),  # another session's turn
+    ("B", "O-root"),
+    ("F", "O-side"),  # a branch of the origin the fork does not continue
+    ("F", "O-head"),
+    ("O", "F-own"),  # the fork's turn is not the origin's
+]
+
+
+def get(client, session_id, turn_id, path, headers):
+    url = f"/sessions/{session_id}/turns/{turn_id}/{path.format(turn=turn_id)}"
+    return client.get(url, headers=headers)
+
+
+@pytest.mark.parametrize(("kind", "path", "headers"), TURN_GETS, ids=[g[0] for g in TURN_GETS])
+@pytest.mark.parametrize(("session_id", "turn_id"), IN_TREE)
+def test_a_turn_in_the_sessions_tree_opens_under_every_url(
+    viewer_client, origin_and_fork, kind, path, headers, session_id, turn_id
+):
+    response = get(viewer_client, session_id, turn_id, path, headers)
+    assert response.status_code == 200
+    if kind in ("detail", "panel", "thread", "export", "message payload"):
+        assert f"said in {turn_id}" in response.content.decode()
+
+
+@pytest.mark.parametrize(("kind", "path", "headers"), TURN_GETS, ids=[g[0] for g in TURN_GETS])
+@pytest.mark.parametrize(("session_id", "turn_id"), NOT_IN_TREE)
+def test_a_turn_of_another_tree_is_not_found_under_any_url(
+    viewer_client, origin_and_fork, kind, path, headers, session_id, turn_id
+):
+    response = get(viewer_client, session_id, turn_id, path, headers)
+    assert response.status_code == 404
+    assert f"said in {turn_id}" not in response.content.decode()
+    assert f"result of {turn_id}" not in response.content.decode()
+
+
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_a_fork_posted_under_the_wrong_session_creates_nothing(client, operator, origin_and_fork):
+    client.force_login(operator)
+    response = client.post("/sessions/B/turns/O-point/fork/", {"label": "mixed up"})
+    assert response.status_code == 404
+    assert not Session.objects.filter(label="mixed up").exists()
+
+
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_a_fork_of_a_fork_from_an_inherited_turn_is_allowed(client, operator, origin_and_fork):
+    client.force_login(operator)
+    response = client.post("/sessions/F/turns/O-point/fork/", {"label": "again"})
+    new = Session.objects.get(label="again")
+    assert response.status_code == 302 and response["Location"] == f"/sessions/{new.id}/"
+    assert (new.routing_key, new.current_turn_id) == (f"fork:F:{new.id}", "O-point")
