@@ -2,9 +2,13 @@
 tree: the session's own turns and the ones a fork inherits from its origin. Any other turn is a
 404, so nobody exports, reads or forks session B's thread under session A's name."""
 
-import pytest
-from builders import LEDGER_DB, T0
+from urllib.parse import unquote, urljoin, urlsplit
 
+import pytest
+from builders import LEDGER_DB, T0, parse_html
+from django.urls import resolve, reverse
+
+from ledgerweb.html_parts import IdUrls, escape
 from sessions.models import Session
 
 pytestmark = LEDGER_DB
@@ -98,3 +102,68 @@ def test_a_fork_of_a_fork_from_an_inherited_turn_is_allowed(client, operator, or
     new = Session.objects.get(label="again")
     assert response.status_code == 302 and response["Location"] == f"/sessions/{new.id}/"
     assert (new.routing_key, new.current_turn_id) == (f"fork:F:{new.id}", "O-point")
+
+
+# -- Ids that a URL can trip on ------------------------------------------------------------------
+
+# "." and ".." are dot segments to a browser; the others need encoding in a path.
+ODD_IDS = [".", "..", "a/b", "%2F", "?x", "#", "with space", "ünïcødé ✓"]
+URL_NAMES = {
+    "sessions:detail": 1,
+    "sessions:compare": 1,
+    "sessions:turn": 2,
+    "sessions:thread": 2,
+    "sessions:fork": 2,
+    "sessions:export": 2,
+    "sessions:call": 3,
+}
+
+
+def follow(href: str, page_url: str = "http://testserver/sessions/S/turns/T/") -> str:
+    """The path a browser requests for a link on a page: resolved against the page's URL (which
+    drops `.` and `..` segments), then decoded once, as the server's WSGI layer does."""
+    return unquote(urlsplit(urljoin(page_url, href)).path)
+
+
+@pytest.mark.parametrize("ledger_id", ODD_IDS)
+@pytest.mark.parametrize("name", URL_NAMES)
+def test_every_url_kind_round_trips_an_odd_id_through_a_link(name, ledger_id):
+    args = [ledger_id] * URL_NAMES[name]
+    href = reverse(name, args=args)
+    match = resolve(follow(href))
+    assert (match.view_name, list(match.kwargs.values())) == (name, args)
+    # The Python-built lists write the same href as reverse().
+    assert IdUrls(name, *args[:-1]).html(ledger_id) == escape(href)
+
+
+@pytest.mark.parametrize("ledger_id", ODD_IDS)
+def test_a_payload_url_round_trips_an_odd_id_through_a_link(ledger_id):
+    args = [ledger_id, ledger_id, "message", ledger_id]
+    match = resolve(follow(reverse("sessions:payload", args=args)))
+    assert list(match.kwargs.values()) == args
+
+
+@pytest.mark.parametrize("session_id", [".", ".."])
+def test_a_session_and_turn_named_with_dots_open_from_their_links(
+    viewer_client, ledger, session_id
+):
+    s = ledger.session(id=session_id, label="Dotted")
+    root = ledger.turn(s, id=".", started_at=T0)
+    ledger.message(root, 1, content="the dot turn")
+    child = ledger.turn(s, root, id="..", started_at=T0 + 1)
+    ledger.message(child, 1, content="the dot-dot turn")
+    ledger.set_head(s, root, child)
+    session_url = follow(reverse("sessions:detail", args=[session_id]), "http://testserver/")
+    page = viewer_client.get(session_url)
+    assert page.status_code == 200 and "Dotted" in page.content.decode()
+    rows = {a.get("data-turn"): a for a in parse_html(page.content).iter("a") if a.get("data-turn")}
+    root_href = rows["."].get("href")
+    assert rows["."].get("hx-get") == root_href
+    panel = viewer_client.get(follow(root_href), headers={"HX-Request": "true"}).content.decode()
+    assert "the dot turn" in panel and "the dot-dot turn" not in panel
+    full = viewer_client.get(follow(root_href)).content.decode()
+    links = {a.text: a.get("href") for a in parse_html(full).iter("a")}
+    thread = viewer_client.get(follow(links["Thread & fork point"])).content.decode()
+    assert "Thread &amp; fork point" in thread and "the dot turn" in thread
+    export = viewer_client.get(follow(links["Export thread"])).json()
+    assert export["turn_ids"] == ["."]
