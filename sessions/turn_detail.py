@@ -76,8 +76,7 @@ def load_turn_detail(session_id: str, turn_id: str) -> TurnDetail:
             [turn_id],
         )
     ]
-    if len(calls) <= INLINE_CALLS:
-        add_payloads(calls, turn_id)
+    add_payloads(calls if len(calls) <= INLINE_CALLS else _first_failed(calls), turn_id)
     _link_subagents(session_id, calls)
     children = [
         r[0]
@@ -102,15 +101,28 @@ def load_turn_detail(session_id: str, turn_id: str) -> TurnDetail:
 # A turn with more tool calls than this lists them closed and loads each body when it is opened:
 # a 600-call turn would otherwise send and parse 1,200 payloads nobody looks at.
 INLINE_CALLS = 5
+# Failed calls of a long list come open, with their error and payloads in the panel: a body
+# loaded on the <details>' "toggle" event never loads for a call that arrives open in an htmx
+# swap (the event fires before htmx has wired the new content). Up to this many: a turn with
+# hundreds of failures would otherwise send all their payloads.
+OPEN_FAILED_CALLS = 5
 CALL_COLUMNS = "id, tool_name, status, started_at, completed_at, sequence, error"
 
 
+def _first_failed(calls: list[ToolCallView]) -> list[ToolCallView]:
+    return [c for c in calls if c.status == "failed"][:OPEN_FAILED_CALLS]
+
+
 def add_payloads(calls: list[ToolCallView], turn_id: str) -> None:
+    """Load the payload previews of these calls of the turn (all in one query)."""
+    if not calls:
+        return
     by_id = {c.id: c for c in calls}
+    ids_sql, ids = sqlite.in_list(by_id)
     for call_id, params, params_len, result, result_len in sqlite.rows(
-        """SELECT id, substr(parameters, 1, %s), length(parameters), substr(result, 1, %s),
-                  length(result) FROM tool_calls WHERE turn_id = %s""",
-        [PREVIEW_CHARS, PREVIEW_CHARS, turn_id],
+        f"""SELECT id, substr(parameters, 1, %s), length(parameters), substr(result, 1, %s),
+                  length(result) FROM tool_calls WHERE turn_id = %s AND id IN {ids_sql}""",
+        [PREVIEW_CHARS, PREVIEW_CHARS, turn_id, *ids],
     ):
         if call_id in by_id:
             by_id[call_id].parameters = show_json(params, total_chars=params_len)

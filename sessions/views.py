@@ -166,8 +166,8 @@ def turn_detail(request: HttpRequest, session_id: str, turn_id: str) -> HttpResp
         raise Http404(f"No turn {turn_id!r} in session {session_id!r}")
     ctx |= _turn_context(session, turn_id, ctx["tree"].turns[turn_id])
     if wants_json(request):
-        if ctx["detail"].tool_calls and ctx["detail"].tool_calls[0].parameters is None:
-            add_payloads(ctx["detail"].tool_calls, turn_id)  # scripts get every payload
+        # Scripts get every payload, also those a long list loads only when a call is opened.
+        add_payloads([c for c in ctx["detail"].tool_calls if c.parameters is None], turn_id)
         return JsonResponse(json_twins.turn(ctx["turn"], ctx["detail"]))
     return _render_with_rows(request, "sessions/detail.html", ctx | _panel_html(ctx))
 
