@@ -5,6 +5,7 @@ that a browser would run.
 """
 
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 
@@ -94,3 +95,48 @@ def first_line(text, limit: int = 160) -> str:
             line = " ".join(line.split())
             return line if len(line) <= limit else line[: limit - 1] + "…"
     return ""
+
+
+# Markdown syntax at the start of a line: headings, quotes, list items and task boxes.
+_LINE_PREFIX = re.compile(r"^(?:\s*(?:#{1,6}\s+|>\s?|[-*+]\s+(?:\[[ xX]\]\s+)?|\d{1,9}[.)]\s+))+")
+_HEADING = re.compile(r"^\s*#{1,6}\s")
+# Lines with no words to show: fences, rules, table separator rows.
+_NO_TEXT = re.compile(
+    r"^\s*(?:```|~~~"  # fences
+    r"|(?:[-*_]\s*){3,}$"  # rules
+    r"|\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$)"  # table separators
+)
+_INLINE = [
+    # links and images: their text (a URL may hold one level of parentheses)
+    (re.compile(r"!?\[([^\]]*)\]\((?:[^()]|\([^()]*\))*\)"), r"\1"),
+    (re.compile(r"\*\*|__|~~|`"), ""),  # bold, strikethrough, code
+    (re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])"), r"\1"),  # *emphasis*
+]
+
+
+def plain_preview(text, limit: int = 160) -> str:
+    """A one-line hint of a Markdown text as plain words: "## Summary\\n\\nThey planned a trip"
+    becomes "Summary — They planned a trip". Regular expressions, not a Markdown parser: the tree
+    makes one per turn, thousands per page, and only the first lines matter."""
+    if not isinstance(text, str):
+        return ""
+    found: list[str] = []
+    for line in text.splitlines()[:50]:  # a preview needs no more; a huge text has no limit
+        if not line.strip() or _NO_TEXT.match(line):
+            continue
+        words = _plain_line(line[: limit * 4])  # enough for the limit, whatever the line
+        if not words:
+            continue
+        found.append(words)
+        if not _HEADING.match(line) or len(found) == 2:
+            break
+    return first_line(" — ".join(found), limit)
+
+
+def _plain_line(line: str) -> str:
+    line = _LINE_PREFIX.sub("", line)
+    if line.lstrip().startswith("|"):  # a table row: its cells
+        line = " · ".join(cell.strip() for cell in line.strip().strip("|").split("|"))
+    for pattern, replacement in _INLINE:
+        line = pattern.sub(replacement, line)
+    return " ".join(line.split())

@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 from ledgerweb import sqlite
 from ledgerweb.db import ledger_path_of
-from ledgerweb.text import first_line
+from ledgerweb.text import plain_preview
 from ledgerweb.timestamps import elapsed_ms
 from sessions import tree
 from sessions.kinds import FORK, SUBAGENT, RoutingKey, children_prefix
@@ -192,13 +192,13 @@ def add_aggregates(turns: dict[str, TurnInfo]) -> None:
         ids,
     ):
         if content is not None:
-            turns[turn_id].preview = first_line(content, 140)
+            turns[turn_id].preview = plain_preview(content, 140)
     if "compactions" in sqlite.table_names():
         for turn_id, summary in sqlite.rows(
             f"SELECT turn_id, substr(summary, 1, 400) FROM compactions WHERE turn_id IN {ids_sql}",
             ids,
         ):
-            turns[turn_id].compaction_summary = first_line(summary, 140) or "(no summary)"
+            turns[turn_id].compaction_summary = plain_preview(summary, 140) or "(no summary)"
 
 
 def _structure_problems(session: Session, turns, layout: tree.Layout) -> list[tree.Problem]:
