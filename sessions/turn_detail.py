@@ -50,13 +50,52 @@ class ToolCallView:
         return [("parameters", self.parameters), ("result", self.result)]
 
 
+# A linked request's error is shown in the turn's panel up to this size; its page has the rest.
+REQUEST_ERROR_CHARS = 2_000
+
+
+@dataclass
+class LinkedRequest:
+    """A pipeline request that ran this turn (nexus_requests.turn_id). Read here with plain SQL:
+    the sessions app knows the pipeline only by its table and its URLs."""
+
+    id: str
+    status: object
+    stage: object
+    error_stage: object
+    error_message: str | None  # at most REQUEST_ERROR_CHARS
+    error_length: int | None
+    delivery_error: str | None  # at most REQUEST_ERROR_CHARS
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "failed" or bool(self.error_message or self.delivery_error)
+
+    @property
+    def failed_stage(self):
+        """The stage that failed: error_stage, else the stage the request stopped at."""
+        return self.error_stage or self.stage
+
+    @property
+    def error_truncated(self) -> bool:
+        return isinstance(self.error_length, int) and self.error_length > REQUEST_ERROR_CHARS
+
+
 @dataclass
 class TurnDetail:
     messages: list[MessageView]
     tool_calls: list[ToolCallView]
     children: list[str]
-    request_ids: list[str]
+    requests: list[LinkedRequest]
     problems: list[str] = field(default_factory=list)
+
+    @property
+    def request_ids(self) -> list[str]:
+        return [r.id for r in self.requests]
+
+    @property
+    def failed_requests(self) -> list[LinkedRequest]:
+        return [r for r in self.requests if r.failed]
 
 
 def load_turn_detail(session_id: str, turn_id: str) -> TurnDetail:
@@ -84,18 +123,23 @@ def load_turn_detail(session_id: str, turn_id: str) -> TurnDetail:
             "SELECT id FROM turns WHERE parent_turn_id = %s ORDER BY started_at, id", [turn_id]
         )
     ]
-    request_ids = []
-    if "nexus_requests" in sqlite.table_names():
-        request_ids = [
-            r[0]
-            for r in sqlite.rows(
-                "SELECT id FROM nexus_requests WHERE turn_id = %s ORDER BY started_at LIMIT 20",
-                [turn_id],
-            )
-        ]
-    detail = TurnDetail(messages, calls, children, request_ids)
+    detail = TurnDetail(messages, calls, children, _linked_requests(turn_id))
     detail.problems = _sequence_problems(messages, calls)
     return detail
+
+
+def _linked_requests(turn_id: str) -> list[LinkedRequest]:
+    if "nexus_requests" not in sqlite.table_names():
+        return []  # a ledger without the pipeline's table
+    return [
+        LinkedRequest(*row)
+        for row in sqlite.rows(
+            """SELECT id, status, stage, error_stage, substr(error_message, 1, %s),
+                      length(error_message), substr(delivery_error, 1, %s)
+               FROM nexus_requests WHERE turn_id = %s ORDER BY started_at LIMIT 20""",
+            [REQUEST_ERROR_CHARS, REQUEST_ERROR_CHARS, turn_id],
+        )
+    ]
 
 
 # A turn with more tool calls than this lists them closed and loads each body when it is opened:

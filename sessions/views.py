@@ -15,7 +15,8 @@ from sessions import compare as comparing
 from sessions import export as exporting
 from sessions import forking, json_twins
 from sessions.calls_html import tool_calls_html
-from sessions.detail import TurnInfo, load_tree, turn_info
+from sessions.detail import FAILED, TurnInfo, load_tree, turn_info
+from sessions.failed_turns import failed_walk, first_failed_turn_id
 from sessions.kinds import FORK, KINDS
 from sessions.list_rows import session_rows_html
 from sessions.listing import SessionFilters, session_page
@@ -87,6 +88,10 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
         "items": tree_items(session_tree, selected_id, unfold=unfold),
         "selected_id": selected_id,
         "unfold": unfold,
+        # The "N failed turns" pill opens the first of them.
+        "first_failed_id": (
+            first_failed_turn_id(session.id) if session_tree.totals["failed_turns"] else None
+        ),
     }
 
 
@@ -142,7 +147,8 @@ def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
 
 def _turn_context(session: Session, turn_id: str, info: TurnInfo | None) -> dict:
     detail = load_turn_detail(session.id, turn_id)
-    return {"turn": info, "detail": detail, "turn_id": turn_id}
+    walk = failed_walk(session.id, turn_id) if info and info.status == FAILED else None
+    return {"turn": info, "detail": detail, "turn_id": turn_id, "failed_walk": walk}
 
 
 def _panel_html(ctx: dict) -> dict:
