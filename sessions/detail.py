@@ -90,6 +90,8 @@ class SessionTree:
         own_ids = {t.id for t in own}
         return {
             "turns": len(own),
+            # A fork's tree also shows the origin's turns it continues: own + inherited = rows.
+            "inherited": len(self.turns) - len(own),
             "branches": sum(1 for r in self.layout.rows if r.is_leaf and r.node.id in own_ids),
             "tokens": sum(t.total_tokens for t in own if isinstance(t.total_tokens, int)),
             "tool_calls": sum(t.tool_calls for t in own),
