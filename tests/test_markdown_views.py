@@ -27,11 +27,7 @@ def markdown_thread(ledger):
     t = ledger.turn(s, id="T1", started_at=T0)
     ledger.message(t, 1, content="# Trip\n\nFind me a **morning** flight")
     ledger.message(t, 2, role="assistant", content=ANSWER)
-    ledger.conn.execute(
-        "INSERT INTO compactions (turn_id, summary, summarized_turn_ids, kept_turn_ids,"
-        " created_at) VALUES ('T1', ?, '[]', '[]', 0)",
-        ("## Conversation summary\n\n- The user *wants* a `morning` flight",),
-    )
+    ledger.compaction(t, "## Conversation summary\n\n- The user *wants* a `morning` flight")
     ledger.set_head(s, t, t)
 
 
@@ -60,10 +56,7 @@ def test_the_thread_previews_a_folded_turn_as_plain_words(viewer_client, ledger)
     old = ledger.turn(s, id="T0", started_at=T0)
     ledger.message(old, 1, content="## Plan\n\nGo to **Rome**")
     compaction = ledger.turn(s, old, id="T1", started_at=T0 + 1)
-    ledger.conn.execute(
-        "INSERT INTO compactions (turn_id, summary, summarized_turn_ids, kept_turn_ids,"
-        " created_at) VALUES ('T1', 'short', '[\"T0\"]', '[]', 0)"
-    )
+    ledger.compaction(compaction, "short", summarized=["T0"])
     ledger.set_head(s, old, compaction)
     page = viewer_client.get("/sessions/S1/turns/T1/thread/").content.decode()
     assert "Plan — Go to Rome" in page and "**Rome**" not in page
