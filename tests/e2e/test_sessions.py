@@ -189,13 +189,15 @@ def test_on_a_phone_the_lists_fit_and_show_the_error(page, live_server, viewer, 
         error_message="Anthropic API error 529: overloaded_error while calling the model",
         principal_id="ent_KHM60QV5BYD5KASA",
     )
-    page.set_viewport_size(PHONE)
-    sign_in("vera", next_url="/pipeline/requests/")
-    error = page.get_by_text("Anthropic API error 529")
-    expect(error).to_be_visible()
-    box = error.bounding_box()
-    assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
-    assert_no_sideways_scroll(page)
-    page.goto(f"{live_server.url}/sessions/")
-    expect(page.locator("table.sessions")).to_contain_text("rather long label")
-    assert_no_sideways_scroll(page)
+    sign_in("vera", next_url="/")
+    for width in (PHONE["width"], 800):  # a phone, and a tablet's one-column layout
+        page.set_viewport_size({"width": width, "height": PHONE["height"]})
+        page.goto(f"{live_server.url}/pipeline/requests/")
+        error = page.get_by_text("Anthropic API error 529")
+        expect(error).to_be_visible()
+        box = error.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width
+        assert_no_sideways_scroll(page)
+        page.goto(f"{live_server.url}/sessions/")
+        expect(page.locator("table.sessions")).to_contain_text("rather long label")
+        assert_no_sideways_scroll(page)
