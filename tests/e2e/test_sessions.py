@@ -4,6 +4,7 @@ import re
 
 import pytest
 from builders import T0
+from django.urls import reverse
 from playwright.sync_api import expect
 
 from sessions.models import Session
@@ -201,3 +202,22 @@ def test_on_a_phone_the_lists_fit_and_show_the_error(page, live_server, viewer, 
         page.goto(f"{live_server.url}/sessions/")
         expect(page.locator("table.sessions")).to_contain_text("rather long label")
         assert_no_sideways_scroll(page)
+
+
+@pytest.mark.parametrize("odd_id", ["..", "a/b ü?#"])
+def test_h_into_a_folded_stretch_opens_a_turn_with_an_odd_id(
+    page, live_server, viewer, ledger, sign_in, odd_id
+):
+    s = ledger.session(id="S1")
+    parent = root = ledger.turn(s, id="T-root", started_at=T0)
+    for i in range(1, 21):
+        turn_id = odd_id if i == 18 else f"T{i:02}"
+        parent = ledger.turn(s, parent, id=turn_id, started_at=T0 + i)
+        ledger.message(parent, 1, content=f"question number {i}")
+    ledger.set_head(s, root, parent)
+    sign_in("vera", next_url="/sessions/S1/")
+    page.keyboard.press("h")
+    page.keyboard.press("h")  # into the fold: the odd id's own address
+    expect(page.locator("#panel")).to_contain_text("question number 18")
+    expect(page.locator(f'[data-turn="{odd_id}"]')).to_have_class(re.compile("cursor"))
+    assert page.url == live_server.url + reverse("sessions:turn", args=["S1", odd_id])
