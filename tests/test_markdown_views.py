@@ -1,10 +1,21 @@
 """Markdown in messages: rendered (and sanitized) on the thread page as in the turn panel, and
 shown as plain words in the one-line previews of the turn tree."""
 
+import random
+
+import nh3
 import pytest
 from builders import LEDGER_DB, T0, parse_html
 
-from ledgerweb.text import plain_preview
+from ledgerweb.text import (
+    ALLOWED_URL_SCHEMES,
+    _markdown,
+    _plain_paragraphs,
+    plain_preview,
+    render_markdown,
+)
+
+SANITIZER = {"url_schemes": ALLOWED_URL_SCHEMES, "link_rel": "noopener noreferrer nofollow"}
 
 pytestmark = LEDGER_DB
 
@@ -85,3 +96,44 @@ def test_a_preview_is_the_plain_words_of_the_first_lines(text, preview):
 
 def test_a_preview_is_one_line_within_its_limit():
     assert plain_preview("# " + "word " * 100, 40) == "word " * 7 + "word…"
+
+
+# Characters of plain chat text and of Markdown, mixed at random: the fast path for plain text
+# (text._plain_paragraphs) must give exactly what the parser and the sanitizer give.
+MIXED = list("abcXYZ019é ✓ .,;:?!'\"()/@%$+=-_*#`|[]<>&~\\\t\r\x00") + ["\n", "\n\n", "  "]
+# Mostly plain, with what plain text can still trip on: list numbers, blank lines, double spaces.
+PLAINISH = list("abcXYZ019é✓ .,;:?!'\"()/@%$+=-") + ["\n", "\n\n", "\n\n\n", "  ", "1.", "2)"]
+
+
+@pytest.mark.parametrize("alphabet", [MIXED, PLAINISH], ids=["mixed", "plainish"])
+@pytest.mark.parametrize("seed", range(40))
+def test_plain_text_renders_as_the_markdown_parser_renders_it(alphabet, seed):
+    rng = random.Random(seed)
+    for _ in range(100):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        fast = _plain_paragraphs(text)
+        if fast is not None:
+            assert fast == nh3.clean(_markdown().render(text), **SANITIZER), repr(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Text Jordan that I'm running 10 minutes late",
+        "Sure, watching it.\nI'll tell you at 9.\n\n\nDone (really): 50% off!",
+        '"Quoted" words, costs $5 = 3+2 - 0 @ home/office',
+        "\n\nleading and trailing blank lines\n\n",
+        "",
+    ],
+)
+def test_everyday_messages_take_the_plain_path_and_render_the_same(text):
+    assert _plain_paragraphs(text) is not None
+    assert render_markdown(text) == nh3.clean(_markdown().render(text), **SANITIZER)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["- a list", "1. first", "Title\n===", "a  \nhard break", "    code", "x & y", "**b**"],
+)
+def test_text_that_may_hold_markdown_goes_to_the_parser(text):
+    assert _plain_paragraphs(text) is None
