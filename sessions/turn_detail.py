@@ -88,6 +88,9 @@ class TurnDetail:
     children: list[str]
     requests: list[LinkedRequest]
     problems: list[str] = field(default_factory=list)
+    # Children that belong to another session (a fork's turns below its fork point, the
+    # origin's branches below an inherited turn), by id: they open under their own session.
+    other_session_children: dict[str, str] = field(default_factory=dict)
 
     @property
     def request_ids(self) -> list[str]:
@@ -117,13 +120,17 @@ def load_turn_detail(session_id: str, turn_id: str) -> TurnDetail:
     ]
     add_payloads(calls if len(calls) <= INLINE_CALLS else _first_failed(calls), turn_id)
     _link_subagents(session_id, calls)
-    children = [
-        r[0]
-        for r in sqlite.rows(
-            "SELECT id FROM turns WHERE parent_turn_id = %s ORDER BY started_at, id", [turn_id]
-        )
-    ]
-    detail = TurnDetail(messages, calls, children, _linked_requests(turn_id))
+    children = sqlite.rows(
+        "SELECT id, session_id FROM turns WHERE parent_turn_id = %s ORDER BY started_at, id",
+        [turn_id],
+    )
+    detail = TurnDetail(
+        messages,
+        calls,
+        [child_id for child_id, _ in children],
+        _linked_requests(turn_id),
+        other_session_children={c: s for c, s in children if s != session_id},
+    )
     detail.problems = _sequence_problems(messages, calls)
     return detail
 

@@ -5,7 +5,7 @@ tree: the session's own turns and the ones a fork inherits from its origin. Any 
 from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
-from builders import LEDGER_DB, T0, parse_html
+from builders import LEDGER_DB, T0, parse_fragment, parse_html
 from django.urls import resolve, reverse
 
 from ledgerweb.html_parts import IdUrls, escape
@@ -166,3 +166,35 @@ def test_a_session_and_turn_named_with_dots_open_from_their_links(
     assert "Thread &amp; fork point" in thread and "the dot turn" in thread
     export = viewer_client.get(follow(links["Export thread"])).json()
     assert export["turn_ids"] == ["."]
+
+
+def child_links(client, session_id: str, turn_id: str) -> dict[str, str]:
+    """The panel's links to the turn's children, by turn id: each as a browser follows it."""
+    body = client.get(f"/sessions/{session_id}/turns/{turn_id}/", headers={"HX-Request": "true"})
+    turn_links = parse_fragment(body.content.decode()).find(".//p[@class='turn-links muted small']")
+    links = {}
+    for a in turn_links.iter("a"):
+        if a.get("href") != f"/sessions/{session_id}/turns/{turn_id}/":
+            links["".join(a.itertext())] = a
+    return links
+
+
+@pytest.mark.parametrize("session_id", ["F", "O"])
+def test_a_turns_children_open_under_the_session_they_belong_to(
+    viewer_client, origin_and_fork, session_id
+):
+    links = child_links(viewer_client, session_id, "O-point")
+    assert set(links) == {"O-root", "O-side", "O-head", "F-own"}  # the parent and the children
+    for child, a in links.items():
+        owner = "F" if child == "F-own" else "O"
+        if child != "O-root":
+            assert a.get("href") == f"/sessions/{owner}/turns/{child}/"
+        page = viewer_client.get(a.get("href"))
+        assert page.status_code == 200 and f"said in {child}" in page.content.decode()
+        # Only a turn of this session's tree opens in the panel beside it.
+        if a.get("hx-get"):
+            assert a.get("hx-get") == a.get("href")
+            panel = viewer_client.get(a.get("hx-get"), headers={"HX-Request": "true"})
+            assert panel.status_code == 200 and f"said in {child}" in panel.content.decode()
+        else:
+            assert owner != session_id
