@@ -221,3 +221,14 @@ def test_h_into_a_folded_stretch_opens_a_turn_with_an_odd_id(
     expect(page.locator("#panel")).to_contain_text("question number 18")
     expect(page.locator(f'[data-turn="{odd_id}"]')).to_have_class(re.compile("cursor"))
     assert page.url == live_server.url + reverse("sessions:turn", args=["S1", odd_id])
+
+
+def test_on_a_phone_the_fork_card_stays_above_the_thread(
+    page, live_server, viewer, long_straight, sign_in
+):
+    page.set_viewport_size(PHONE)
+    sign_in("vera", next_url="/sessions/S1/turns/T20/thread/")
+    assert_no_sideways_scroll(page)
+    page.locator("li.step.current").scroll_into_view_if_needed()
+    expect(page.locator("li.step.current")).to_contain_text("question number 20")
+    expect(page.locator(".fork-card")).not_to_be_in_viewport()  # it used to cover the thread
