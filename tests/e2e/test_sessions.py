@@ -167,12 +167,16 @@ def assert_no_sideways_scroll(page):
     assert width <= inner, f"{page.url}: {width} px wide in a {inner} px window"
 
 
+def open_on_a_phone(page, sign_in, url: str) -> None:
+    page.set_viewport_size(PHONE)
+    sign_in("vera", next_url=url)
+    assert_no_sideways_scroll(page)
+
+
 def test_on_a_phone_tapping_a_turn_brings_its_panel_into_view(
     page, live_server, viewer, long_straight, sign_in
 ):
-    page.set_viewport_size(PHONE)
-    sign_in("vera", next_url="/sessions/S1/")
-    assert_no_sideways_scroll(page)
+    open_on_a_phone(page, sign_in, "/sessions/S1/")
     # A turn near the top of the tree: the panel is far below it.
     page.locator("#turn-T-side-00").click()
     expect(page.locator("#panel h2")).to_contain_text("T-side-00")
@@ -226,9 +230,7 @@ def test_h_into_a_folded_stretch_opens_a_turn_with_an_odd_id(
 def test_on_a_phone_the_fork_card_stays_above_the_thread(
     page, live_server, viewer, long_straight, sign_in
 ):
-    page.set_viewport_size(PHONE)
-    sign_in("vera", next_url="/sessions/S1/turns/T20/thread/")
-    assert_no_sideways_scroll(page)
+    open_on_a_phone(page, sign_in, "/sessions/S1/turns/T20/thread/")
     page.locator("li.step.current").scroll_into_view_if_needed()
     expect(page.locator("li.step.current")).to_contain_text("question number 20")
     expect(page.locator(".fork-card")).not_to_be_in_viewport()  # it used to cover the thread
