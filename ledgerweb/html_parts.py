@@ -44,7 +44,8 @@ def path_segment(ledger_id) -> str:
     turns each % into %25). The result holds only letters, digits, `-_.~` and `%`: it is also
     safe in HTML as it is."""
     text = str(ledger_id)
-    return text if _PLAIN(text) else quote(_to_url(text), safe="")
+    # "." and ".." are plain characters but dot segments: the converter encodes them.
+    return text if _PLAIN(text) and text not in (".", "..") else quote(_to_url(text), safe="")
 
 
 class IdUrls:

@@ -5,8 +5,10 @@ that a browser would run.
 """
 
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
+from html import escape as html_escape
 
 import nh3
 from markdown_it import MarkdownIt
@@ -75,8 +77,29 @@ def _markdown() -> MarkdownIt:
 ALLOWED_URL_SCHEMES = {"http", "https", "mailto"}
 
 
+# Text in which Markdown would only find paragraphs: letters, digits, spaces and punctuation with
+# no Markdown meaning, and no line that starts like a list, a heading rule or indented code, or
+# ends in spaces. Most chat messages are like this; writing their paragraphs directly skips the
+# parser and the sanitizer (a thread page renders hundreds of messages). The tests check that
+# both paths give the same HTML.
+_PLAIN_CHARS = re.compile(r"(?:[^\W_]|[ .,;:?!'\"()/@%$+=\n-])*")
+_MARKDOWN_LINE = re.compile(r"^(?:[ +=-]|\d{1,9}[.)](?: |$))| $", re.MULTILINE)
+_PARAGRAPH_BREAK = re.compile(r"\n{2,}")
+
+
+def _plain_paragraphs(text: str) -> str | None:
+    """The HTML Markdown makes of a plain text, or None when the text may hold Markdown."""
+    if not _PLAIN_CHARS.fullmatch(text) or _MARKDOWN_LINE.search(text):
+        return None
+    paragraphs = _PARAGRAPH_BREAK.split(text.strip("\n"))
+    return "".join(f"<p>{html_escape(p, quote=False)}</p>\n" for p in paragraphs if p)
+
+
 def render_markdown(text: str) -> str:
     """Markdown to HTML, then sanitized (nh3): no script, no event handlers, no javascript: URLs."""
+    plain = _plain_paragraphs(text or "")
+    if plain is not None:
+        return plain
     html = _markdown().render(text or "")
     return nh3.clean(
         html,
@@ -94,3 +117,48 @@ def first_line(text, limit: int = 160) -> str:
             line = " ".join(line.split())
             return line if len(line) <= limit else line[: limit - 1] + "…"
     return ""
+
+
+# Markdown syntax at the start of a line: headings, quotes, list items and task boxes.
+_LINE_PREFIX = re.compile(r"^(?:\s*(?:#{1,6}\s+|>\s?|[-*+]\s+(?:\[[ xX]\]\s+)?|\d{1,9}[.)]\s+))+")
+_HEADING = re.compile(r"^\s*#{1,6}\s")
+# Lines with no words to show: fences, rules, table separator rows.
+_NO_TEXT = re.compile(
+    r"^\s*(?:```|~~~"  # fences
+    r"|(?:[-*_]\s*){3,}$"  # rules
+    r"|\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$)"  # table separators
+)
+_INLINE = [
+    # links and images: their text (a URL may hold one level of parentheses)
+    (re.compile(r"!?\[([^\]]*)\]\((?:[^()]|\([^()]*\))*\)"), r"\1"),
+    (re.compile(r"\*\*|__|~~|`"), ""),  # bold, strikethrough, code
+    (re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])"), r"\1"),  # *emphasis*
+]
+
+
+def plain_preview(text, limit: int = 160) -> str:
+    """A one-line hint of a Markdown text as plain words: "## Summary\\n\\nThey planned a trip"
+    becomes "Summary — They planned a trip". Regular expressions, not a Markdown parser: the tree
+    makes one per turn, thousands per page, and only the first lines matter."""
+    if not isinstance(text, str):
+        return ""
+    found: list[str] = []
+    for line in text.splitlines()[:50]:  # a preview needs no more; a huge text has no limit
+        if not line.strip() or _NO_TEXT.match(line):
+            continue
+        words = _plain_line(line[: limit * 4])  # enough for the limit, whatever the line
+        if not words:
+            continue
+        found.append(words)
+        if not _HEADING.match(line) or len(found) == 2:
+            break
+    return first_line(" — ".join(found), limit)
+
+
+def _plain_line(line: str) -> str:
+    line = _LINE_PREFIX.sub("", line)
+    if line.lstrip().startswith("|"):  # a table row: its cells
+        line = " · ".join(cell.strip() for cell in line.strip().strip("|").split("|"))
+    for pattern, replacement in _INLINE:
+        line = pattern.sub(replacement, line)
+    return " ".join(line.split())

@@ -14,15 +14,14 @@ from django.utils.safestring import SafeString, mark_safe
 from ledgerweb.html_parts import IdUrls, css_name, escape
 from ledgerweb.templatetags.ledger import duration
 from sessions.models import Session
-from sessions.turn_detail import INLINE_CALLS, ToolCallView
+from sessions.turn_detail import ToolCallView
 
 
 def tool_calls_html(calls: list[ToolCallView], session: Session, turn_id: str) -> SafeString:
     call_urls = IdUrls("sessions:call", session.id, turn_id)
     session_urls = IdUrls("sessions:detail")
-    # A short list opens every call (their payloads came with the panel); a long one opens only
-    # the failed calls, whose bodies load when they open, like any call the user opens.
-    open_all = len(calls) <= INLINE_CALLS
+    # A call is open when its body came with the panel: every call of a short list, the first
+    # failed calls of a long one (turn_detail.OPEN_FAILED_CALLS). Other bodies load when opened.
     # A turn calls a few tools, with a few statuses, many times over: each pair is written once.
     # For this panel only (they are ledger values, of any size). typed: the number 5 and the
     # text "5" are different values.
@@ -30,7 +29,8 @@ def tool_calls_html(calls: list[ToolCallView], session: Session, turn_id: str) -
     parts = []
     for call in calls:
         failed = call.status == "failed"
-        if call.parameters is None:
+        opened = call.parameters is not None
+        if not opened:
             body = _lazy_body(call_urls.html(call.id))
         else:
             body = render_to_string(
@@ -38,7 +38,7 @@ def tool_calls_html(calls: list[ToolCallView], session: Session, turn_id: str) -
             )
         parts.append(
             f'<li id="call-{escape(call.id)}" class="tool-call{" failed" if failed else ""}">'
-            f"<details{' open' if failed or open_all else ''}>"
+            f"<details{' open' if opened else ''}>"
             f"{_summary(call, session_urls, name_and_status)}{body}</details></li>"
         )
     return mark_safe("\n".join(parts))  # every ledger value was escaped

@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 from ledgerweb import sqlite
 from ledgerweb.db import ledger_path_of
-from ledgerweb.text import first_line
+from ledgerweb.text import plain_preview
 from ledgerweb.timestamps import elapsed_ms
 from sessions import tree
 from sessions.kinds import FORK, SUBAGENT, RoutingKey, children_prefix
@@ -90,6 +90,8 @@ class SessionTree:
         own_ids = {t.id for t in own}
         return {
             "turns": len(own),
+            # A fork's tree also shows the origin's turns it continues: own + inherited = rows.
+            "inherited": len(self.turns) - len(own),
             "branches": sum(1 for r in self.layout.rows if r.is_leaf and r.node.id in own_ids),
             "tokens": sum(t.total_tokens for t in own if isinstance(t.total_tokens, int)),
             "tool_calls": sum(t.tool_calls for t in own),
@@ -192,13 +194,13 @@ def add_aggregates(turns: dict[str, TurnInfo]) -> None:
         ids,
     ):
         if content is not None:
-            turns[turn_id].preview = first_line(content, 140)
+            turns[turn_id].preview = plain_preview(content, 140)
     if "compactions" in sqlite.table_names():
         for turn_id, summary in sqlite.rows(
             f"SELECT turn_id, substr(summary, 1, 400) FROM compactions WHERE turn_id IN {ids_sql}",
             ids,
         ):
-            turns[turn_id].compaction_summary = first_line(summary, 140) or "(no summary)"
+            turns[turn_id].compaction_summary = plain_preview(summary, 140) or "(no summary)"
 
 
 def _structure_problems(session: Session, turns, layout: tree.Layout) -> list[tree.Problem]:

@@ -71,6 +71,7 @@ def turn(info: TurnInfo, detail: TurnDetail) -> dict:
         "turn": _turn(info),
         "children": detail.children,
         "pipeline_requests": detail.request_ids,
+        "failed_pipeline_requests": [asdict(r) for r in detail.failed_requests],
         "problems": detail.problems,
         "messages": [
             {

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from ledgerweb import sqlite
-from ledgerweb.text import first_line, parse_json
+from ledgerweb.text import parse_json, plain_preview
 from sessions.detail import TURN_COLUMNS, TurnInfo, add_aggregates
 
 # The thread page shows message previews; the export carries whole messages.
@@ -187,7 +187,7 @@ def load_thread(
     _add_contents([s.turn.id for s in shown], {s.turn.id: s for s in shown}, full_text)
     for step in shown:
         first_user = next((m for m in step.messages if m.role == "user"), None)
-        step.turn.preview = first_line(first_user.content if first_user else "", 140)
+        step.turn.preview = plain_preview(first_user.content if first_user else "", 140)
     return Thread(steps, problems, compaction)
 
 

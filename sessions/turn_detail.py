@@ -50,13 +50,55 @@ class ToolCallView:
         return [("parameters", self.parameters), ("result", self.result)]
 
 
+# A linked request's error is shown in the turn's panel up to this size; its page has the rest.
+REQUEST_ERROR_CHARS = 2_000
+
+
+@dataclass
+class LinkedRequest:
+    """A pipeline request that ran this turn (nexus_requests.turn_id). Read here with plain SQL:
+    the sessions app knows the pipeline only by its table and its URLs."""
+
+    id: str
+    status: object
+    stage: object
+    error_stage: object
+    error_message: str | None  # at most REQUEST_ERROR_CHARS
+    error_length: int | None
+    delivery_error: str | None  # at most REQUEST_ERROR_CHARS
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "failed" or bool(self.error_message or self.delivery_error)
+
+    @property
+    def failed_stage(self):
+        """The stage that failed: error_stage, else the stage the request stopped at."""
+        return self.error_stage or self.stage
+
+    @property
+    def error_truncated(self) -> bool:
+        return isinstance(self.error_length, int) and self.error_length > REQUEST_ERROR_CHARS
+
+
 @dataclass
 class TurnDetail:
     messages: list[MessageView]
     tool_calls: list[ToolCallView]
     children: list[str]
-    request_ids: list[str]
+    requests: list[LinkedRequest]
     problems: list[str] = field(default_factory=list)
+    # Children that belong to another session (a fork's turns below its fork point, the
+    # origin's branches below an inherited turn), by id: they open under their own session.
+    other_session_children: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def request_ids(self) -> list[str]:
+        return [r.id for r in self.requests]
+
+    @property
+    def failed_requests(self) -> list[LinkedRequest]:
+        return [r for r in self.requests if r.failed]
 
 
 def load_turn_detail(session_id: str, turn_id: str) -> TurnDetail:
@@ -76,41 +118,62 @@ def load_turn_detail(session_id: str, turn_id: str) -> TurnDetail:
             [turn_id],
         )
     ]
-    if len(calls) <= INLINE_CALLS:
-        add_payloads(calls, turn_id)
+    add_payloads(calls if len(calls) <= INLINE_CALLS else _first_failed(calls), turn_id)
     _link_subagents(session_id, calls)
-    children = [
-        r[0]
-        for r in sqlite.rows(
-            "SELECT id FROM turns WHERE parent_turn_id = %s ORDER BY started_at, id", [turn_id]
-        )
-    ]
-    request_ids = []
-    if "nexus_requests" in sqlite.table_names():
-        request_ids = [
-            r[0]
-            for r in sqlite.rows(
-                "SELECT id FROM nexus_requests WHERE turn_id = %s ORDER BY started_at LIMIT 20",
-                [turn_id],
-            )
-        ]
-    detail = TurnDetail(messages, calls, children, request_ids)
+    children = sqlite.rows(
+        "SELECT id, session_id FROM turns WHERE parent_turn_id = %s ORDER BY started_at, id",
+        [turn_id],
+    )
+    detail = TurnDetail(
+        messages,
+        calls,
+        [child_id for child_id, _ in children],
+        _linked_requests(turn_id),
+        other_session_children={c: s for c, s in children if s != session_id},
+    )
     detail.problems = _sequence_problems(messages, calls)
     return detail
+
+
+def _linked_requests(turn_id: str) -> list[LinkedRequest]:
+    if "nexus_requests" not in sqlite.table_names():
+        return []  # a ledger without the pipeline's table
+    return [
+        LinkedRequest(*row)
+        for row in sqlite.rows(
+            """SELECT id, status, stage, error_stage, substr(error_message, 1, %s),
+                      length(error_message), substr(delivery_error, 1, %s)
+               FROM nexus_requests WHERE turn_id = %s ORDER BY started_at LIMIT 20""",
+            [REQUEST_ERROR_CHARS, REQUEST_ERROR_CHARS, turn_id],
+        )
+    ]
 
 
 # A turn with more tool calls than this lists them closed and loads each body when it is opened:
 # a 600-call turn would otherwise send and parse 1,200 payloads nobody looks at.
 INLINE_CALLS = 5
+# Failed calls of a long list come open, with their error and payloads in the panel: a body
+# loaded on the <details>' "toggle" event never loads for a call that arrives open in an htmx
+# swap (the event fires before htmx has wired the new content). Up to this many: a turn with
+# hundreds of failures would otherwise send all their payloads.
+OPEN_FAILED_CALLS = 5
 CALL_COLUMNS = "id, tool_name, status, started_at, completed_at, sequence, error"
 
 
+def _first_failed(calls: list[ToolCallView]) -> list[ToolCallView]:
+    return [c for c in calls if c.status == "failed"][:OPEN_FAILED_CALLS]
+
+
 def add_payloads(calls: list[ToolCallView], turn_id: str) -> None:
+    """Load the payload previews of these calls of the turn (all in one query)."""
+    if not calls:
+        return
     by_id = {c.id: c for c in calls}
+    ids_sql, ids = sqlite.in_list(by_id)
     for call_id, params, params_len, result, result_len in sqlite.rows(
-        """SELECT id, substr(parameters, 1, %s), length(parameters), substr(result, 1, %s),
-                  length(result) FROM tool_calls WHERE turn_id = %s""",
-        [PREVIEW_CHARS, PREVIEW_CHARS, turn_id],
+        f"""SELECT id, substr(parameters, 1, %s), length(parameters), substr(result, 1, %s),
+                  length(result) FROM tool_calls WHERE turn_id = %s AND id IN {ids_sql}""",
+        [PREVIEW_CHARS, PREVIEW_CHARS, turn_id, *ids],
     ):
         if call_id in by_id:
             by_id[call_id].parameters = show_json(params, total_chars=params_len)

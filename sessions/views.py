@@ -15,10 +15,12 @@ from sessions import compare as comparing
 from sessions import export as exporting
 from sessions import forking, json_twins
 from sessions.calls_html import tool_calls_html
-from sessions.detail import TurnInfo, load_tree, turn_info
+from sessions.detail import FAILED, TurnInfo, load_tree, turn_info
+from sessions.failed_turns import failed_walk, first_failed_turn_id
 from sessions.kinds import FORK, KINDS
 from sessions.list_rows import session_rows_html
 from sessions.listing import SessionFilters, session_page
+from sessions.membership import turn_in_session
 from sessions.models import Session
 from sessions.page import tree_items
 from sessions.rows_html import tree_rows_html
@@ -34,6 +36,15 @@ def _get_session(session_id: str) -> Session:
     session = Session.objects.filter(id=session_id).first()
     if session is None:
         raise Http404(f"No session {session_id!r} in this ledger")
+    return session
+
+
+def _get_session_and_turn(session_id: str, turn_id: str) -> Session:
+    """The session of a turn URL, once the turn is known to be in its tree (see membership):
+    /sessions/A/turns/<a turn of B>/ would otherwise show, export or fork B's thread as A's."""
+    session = _get_session(session_id)
+    if not turn_in_session(session.id, session.current_turn_id, turn_id):
+        raise Http404(f"No turn {turn_id!r} in session {session_id!r}")
     return session
 
 
@@ -77,6 +88,10 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
         "items": tree_items(session_tree, selected_id, unfold=unfold),
         "selected_id": selected_id,
         "unfold": unfold,
+        # The "N failed turns" pill opens the first of them.
+        "first_failed_id": (
+            first_failed_turn_id(session.id) if session_tree.totals["failed_turns"] else None
+        ),
     }
 
 
@@ -132,7 +147,8 @@ def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
 
 def _turn_context(session: Session, turn_id: str, info: TurnInfo | None) -> dict:
     detail = load_turn_detail(session.id, turn_id)
-    return {"turn": info, "detail": detail, "turn_id": turn_id}
+    walk = failed_walk(session.id, turn_id) if info and info.status == FAILED else None
+    return {"turn": info, "detail": detail, "turn_id": turn_id, "failed_walk": walk}
 
 
 def _panel_html(ctx: dict) -> dict:
@@ -142,21 +158,22 @@ def _panel_html(ctx: dict) -> dict:
 
 @require_GET
 def turn_detail(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
-    session = _get_session(session_id)
     if request.htmx and not request.htmx.history_restore_request:
         # The panel beside the tree: the tree is already on the page.
+        session = _get_session_and_turn(session_id, turn_id)
         info = turn_info(turn_id)
         if info is None:
             raise Http404(f"No turn {turn_id!r}")
         ctx = {"session": session} | _turn_context(session, turn_id, info)
         return render(request, "sessions/detail.html#panel", ctx | _panel_html(ctx))
+    session = _get_session(session_id)
     ctx = _session_context(request, session, turn_id)
     if turn_id not in ctx["tree"].turns:
         raise Http404(f"No turn {turn_id!r} in session {session_id!r}")
     ctx |= _turn_context(session, turn_id, ctx["tree"].turns[turn_id])
     if wants_json(request):
-        if ctx["detail"].tool_calls and ctx["detail"].tool_calls[0].parameters is None:
-            add_payloads(ctx["detail"].tool_calls, turn_id)  # scripts get every payload
+        # Scripts get every payload, also those a long list loads only when a call is opened.
+        add_payloads([c for c in ctx["detail"].tool_calls if c.parameters is None], turn_id)
         return JsonResponse(json_twins.turn(ctx["turn"], ctx["detail"]))
     return _render_with_rows(request, "sessions/detail.html", ctx | _panel_html(ctx))
 
@@ -164,15 +181,17 @@ def turn_detail(request: HttpRequest, session_id: str, turn_id: str) -> HttpResp
 @require_GET
 def tool_call(request: HttpRequest, session_id: str, turn_id: str, call_id: str) -> HttpResponse:
     """The parameters and result of one tool call, loaded when it is opened in a long list."""
+    session = _get_session_and_turn(session_id, turn_id)
     call = load_tool_call(turn_id, call_id)
     if call is None:
         raise Http404(f"No tool call {call_id!r} in turn {turn_id!r}")
-    ctx = {"c": call, "session": _get_session(session_id), "turn_id": turn_id}
+    ctx = {"c": call, "session": session, "turn_id": turn_id}
     return render(request, "sessions/_call_body.html", ctx)
 
 
 @require_GET
 def payload(request: HttpRequest, session_id: str, turn_id: str, kind: str, item_id: str):
+    _get_session_and_turn(session_id, turn_id)
     text = load_payload(turn_id, kind, item_id)
     if text is None:
         raise Http404("No such payload")
@@ -186,7 +205,7 @@ def payload(request: HttpRequest, session_id: str, turn_id: str, kind: str, item
 
 @require_GET
 def thread(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
-    session = _get_session(session_id)
+    session = _get_session_and_turn(session_id, turn_id)
     show_all = wants_json(request) or request.GET.get("all") == "1"
     the_thread = load_thread(turn_id, newest=None if show_all else THREAD_PAGE_TURNS)
     if the_thread is None:
@@ -206,7 +225,7 @@ def thread(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
 def fork(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     if not request.user.has_perm("conversations.fork_session"):
         raise PermissionDenied("Only operators can fork sessions.")
-    origin = _get_session(session_id)
+    origin = _get_session_and_turn(session_id, turn_id)
     label = request.POST.get("label", "").strip()
     if not label:
         flash.error(request, "Give the fork a label so you can find it again.")
@@ -222,7 +241,7 @@ def fork(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
 
 @require_GET
 def export(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
-    session = _get_session(session_id)
+    session = _get_session_and_turn(session_id, turn_id)
     the_thread = load_thread(turn_id, full_text=True)
     if the_thread is None:
         raise Http404(f"No turn {turn_id!r}")

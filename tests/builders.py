@@ -108,6 +108,14 @@ class LedgerBuilder:
         } | fields
         return self._insert("nexus_requests", row)
 
+    def compaction(self, turn: dict, summary: str, summarized=(), kept=()) -> None:
+        """Mark a turn as a compaction (the optional compactions table)."""
+        self.conn.execute(
+            "INSERT INTO compactions (turn_id, summary, summarized_turn_ids, kept_turn_ids,"
+            " created_at) VALUES (?, ?, ?, ?, 0)",
+            (turn["id"], summary, json.dumps(list(summarized)), json.dumps(list(kept))),
+        )
+
     def set_head(self, session: dict, root: dict, head: dict) -> None:
         self.conn.execute(
             "UPDATE sessions SET root_turn_id = ?, current_turn_id = ? WHERE id = ?",

@@ -44,6 +44,7 @@ def test_the_header_totals_count_the_whole_tree(viewer_client, forked):
     totals = detail(viewer_client)["totals"]
     assert totals == {
         "turns": 5,
+        "inherited": 0,
         "branches": 2,
         "tokens": 5 * 1337,
         "tool_calls": 2,
@@ -130,6 +131,14 @@ def test_a_fork_session_shows_the_inherited_thread_above_its_own_turns(viewer_cl
     assert data["totals"]["turns"] == 1
     assert data["problems"] == []
     assert data["parent_session"]["id"] == "O1"
+    pills = pill_texts(viewer_client, "F1")
+    assert "2 inherited · 1 own" in pills and "1 own branch" in pills
+
+
+def pill_texts(client, session_id: str) -> list[str]:
+    page = parse_html(client.get(f"/sessions/{session_id}/").content)
+    pills = next(ul for ul in page.iter("ul") if ul.get("class") == "pills")
+    return [" ".join("".join(li.itertext()).split()) for li in pills.iter("li")]
 
 
 def test_a_fresh_fork_shows_its_fork_point_as_head(viewer_client, ledger):
@@ -142,6 +151,11 @@ def test_a_fresh_fork_shows_its_fork_point_as_head(viewer_client, ledger):
     data = detail(viewer_client, "F1")
     assert [t["id"] for t in data["turns"]] == ["OT1", "OT2"]
     assert data["turns"][-1]["is_head"] and data["problems"] == []
+    # Its tree shows two rows, none its own: the counts say so and add up.
+    assert data["totals"]["turns"] + data["totals"]["inherited"] == len(data["turns"]) == 2
+    pills = pill_texts(viewer_client, "F1")
+    assert "2 inherited · 0 own" in pills and "0 own branches" in pills
+    assert not any(p.startswith("0 turns") for p in pills)
 
 
 # -- Bad data -------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from django.urls import reverse
 from ledgerweb.db import LEDGER
 from ledgerweb.text import PREVIEW_CHARS
 from sessions.models import Session
+from sessions.turn_detail import OPEN_FAILED_CALLS
 
 pytestmark = LEDGER_DB
 
@@ -187,11 +188,21 @@ def panel_calls(client, session_id="S1", turn_id="T1") -> dict:
     }
 
 
-def test_a_long_list_opens_only_its_failed_calls_and_a_short_one_opens_all(viewer_client, ledger):
+def test_a_long_list_opens_its_failed_calls_with_their_error_and_a_short_one_opens_all(
+    viewer_client, ledger
+):
     s = ledger.session(id="S1")
     long, short = ledger.turn(s, id="T1"), ledger.turn(s, id="T2")
     for i in range(8):
-        ledger.tool_call(long, i + 1, id=f"L{i}", status="failed" if i in (2, 6) else "completed")
+        failed = i in (2, 6)
+        ledger.tool_call(
+            long,
+            i + 1,
+            id=f"L{i}",
+            parameters=f'{{"n": {i}}}',
+            status="failed" if failed else "completed",
+            error=f"error of L{i}" if failed else None,
+        )
     for i in range(5):
         ledger.tool_call(short, i + 1, id=f"S{i}", parameters=f'{{"n": {i}}}')
     ledger.set_head(s, long, long)
@@ -200,14 +211,34 @@ def test_a_long_list_opens_only_its_failed_calls_and_a_short_one_opens_all(viewe
     opened = [i for i, li in calls.items() if li.find("details").get("open") is not None]
     assert opened == ["L2", "L6"]
     assert [li.get("class") for li in calls.values()].count("tool-call failed") == 2
-    for call_id, li in calls.items():  # every body waits to be opened, failed ones too
-        stub = li.find("details/div")
-        assert stub.get("hx-get") == reverse("sessions:call", args=["S1", "T1", call_id])
-        assert stub.get("hx-trigger") == "toggle from:closest details once"
-        assert stub.find("a").get("href") == stub.get("hx-get")
+    for call_id, li in calls.items():
+        body = li.find("details/div")
+        text = "".join(body.itertext())
+        if call_id in opened:  # in the panel as it arrives: no event to wait for
+            assert body.get("hx-get") is None
+            assert f"error of {call_id}" in text and f'"n": {call_id[1]}' in text
+        else:  # loaded when opened
+            assert body.get("hx-get") == reverse("sessions:call", args=["S1", "T1", call_id])
+            assert body.get("hx-trigger") == "toggle from:closest details once"
+            assert body.find("a").get("href") == body.get("hx-get")
+            assert '"n"' not in text
     short_calls = panel_calls(viewer_client, turn_id="T2")
     assert all(li.find("details").get("open") is not None for li in short_calls.values())
     assert "&quot;n&quot;: 4" in viewer_client.get("/sessions/S1/turns/T2/").content.decode()
+
+
+def test_a_turn_with_many_failed_calls_opens_only_the_first_few(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    for i in range(40):
+        ledger.tool_call(t, i + 1, id=f"F{i:02}", status="failed", error=f"error {i}")
+    ledger.set_head(s, t, t)
+    calls = panel_calls(viewer_client)
+    opened = [i for i, li in calls.items() if li.find("details").get("open") is not None]
+    assert opened == [f"F{i:02}" for i in range(OPEN_FAILED_CALLS)]
+    assert all(li.get("class") == "tool-call failed" for li in calls.values())
+    data = viewer_client.get("/sessions/S1/turns/T1/?format=json").json()
+    assert all(c["parameters"]["text"] for c in data["tool_calls"])  # the twin has them all
 
 
 def test_hostile_values_in_a_long_list_of_calls_are_shown_as_text(viewer_client, ledger):

@@ -6,6 +6,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
+from ledgerweb.text import render_markdown
 from ledgerweb.timestamps import looks_like_seconds, ms_to_datetime
 
 register = template.Library()
@@ -44,6 +45,12 @@ def timestamp(value) -> SafeString:
             ' milliseconds">(seconds?)</span>'
         )
     return mark_safe(html)
+
+
+@register.filter
+def markdown(text) -> SafeString:
+    """Ledger text as Markdown, sanitized by render_markdown (no script, no raw HTML)."""
+    return mark_safe(render_markdown(text if isinstance(text, str) else ""))
 
 
 @register.filter

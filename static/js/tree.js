@@ -3,6 +3,7 @@
 //   j / ↓  next row        k / ↑  previous row
 //   h / ←  parent          l / →  first child
 //   ]      next branch      Enter  open the turn      t  thread & fork point
+// The tree scrolls inside its card, so the page keeps its title in view.
 (function () {
   "use strict";
 
@@ -14,18 +15,46 @@
     if (!turnId) return null;
     return rows(tree).find(function (row) { return row.dataset.turn === turnId; }) || null;
   }
+  // Scroll the tree itself (not the page) so the row shows: "nearest" moves it just enough,
+  // "center" puts it in the middle.
+  function showInTree(tree, row, block) {
+    var box = tree.getBoundingClientRect(), at = row.getBoundingClientRect();
+    if (block === "center") {
+      tree.scrollTop += at.top - box.top - (tree.clientHeight - at.height) / 2;
+    } else if (at.top < box.top) {
+      tree.scrollTop -= box.top - at.top;
+    } else if (at.bottom > box.top + tree.clientHeight) {
+      tree.scrollTop += at.bottom - box.top - tree.clientHeight;
+    }
+  }
   function moveTo(tree, row) {
     if (!row) return;
     tree.querySelectorAll(".tree-row.cursor").forEach(function (r) { r.classList.remove("cursor"); });
     row.classList.add("cursor");
     row.focus({ preventScroll: true });
-    row.scrollIntoView({ block: "nearest" });
+    showInTree(tree, row, "nearest");
+  }
+  // A turn's URL, as the server writes it: ids are encoded twice (the path's encoding of the
+  // converter's), and "." or ".." must not read as a dot segment.
+  function turnUrl(tree, turnId) {
+    var segment = (turnId === "." || turnId === "..")
+      ? turnId.replace(/\./g, "%252E")
+      : encodeURIComponent(encodeURIComponent(turnId));
+    return tree.dataset.turnsUrl + segment + "/";
   }
   function goToTurn(tree, turnId) {
     var row = rowOf(tree, turnId);
     if (row) { moveTo(tree, row); return; }
-    // The turn is inside a folded stretch: unfold and come back to it.
-    if (turnId) window.location.href = tree.dataset.unfoldUrl + "#turn-" + encodeURIComponent(turnId);
+    // The turn is inside a folded stretch: open its URL, which unfolds the tree around it and
+    // selects it, so the place is kept by a reload too.
+    if (turnId) window.location.href = turnUrl(tree, turnId);
+  }
+  function select(row) {
+    document.querySelectorAll(".tree-row.selected").forEach(function (r) {
+      r.classList.remove("selected"); r.removeAttribute("aria-current");
+    });
+    row.classList.add("selected", "cursor");
+    row.setAttribute("aria-current", "true");
   }
 
   document.addEventListener("keydown", function (event) {
@@ -55,17 +84,52 @@
   // The row that opened the panel becomes the selected one.
   document.addEventListener("htmx:beforeRequest", function (event) {
     var row = event.target.closest && event.target.closest(".tree-row[data-turn]");
-    if (!row) return;
-    document.querySelectorAll(".tree-row.selected").forEach(function (r) {
-      r.classList.remove("selected"); r.removeAttribute("aria-current");
-    });
-    row.classList.add("selected", "cursor");
-    row.setAttribute("aria-current", "true");
+    if (row) select(row);
   });
 
-  // Bring the selected turn into view on load.
+  // A panel opened from inside the panel (parent, child, next failed turn) selects its row too;
+  // where the panel sits below the tree (a narrow window), bring it into view.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var panel = event.detail.target;
+    if (!panel || panel.id !== "panel") return;
+    var head = panel.querySelector("[data-panel-turn]");
+    var tree = document.querySelector(".tree");
+    var row = head && tree && rowOf(tree, head.dataset.panelTurn);
+    if (row) { select(row); showInTree(tree, row, "nearest"); }
+    var top = panel.getBoundingClientRect().top;
+    if (top < 0 || top > window.innerHeight / 2) panel.scrollIntoView({ block: "start" });
+  });
+
+  function hashedTurn() {
+    if (window.location.hash.indexOf("#turn-") !== 0) return null;
+    try { return decodeURIComponent(window.location.hash.slice(6)); } catch (e) { return null; }
+  }
+
+  // The tree fills the window below the session's header (at least half the window), so the
+  // title and the selected turn show together. CSSOM styles are allowed by the CSP.
+  function fitTree(tree) {
+    var room = window.innerHeight - tree.getBoundingClientRect().top - window.scrollY - 48;
+    tree.style.maxHeight = Math.max(room, window.innerHeight / 2) + "px";
+  }
+
+  // On load, show the turn the address names (#turn-…, else the selected one) in the middle of
+  // the tree, scrolling the page only if the tree alone cannot, and start the keyboard there.
+  function showStart(tree) {
+    fitTree(tree);
+    var row = rowOf(tree, hashedTurn()) || tree.querySelector(".tree-row.selected");
+    if (!row) return;
+    row.classList.add("cursor");
+    showInTree(tree, row, "center");
+    var at = row.getBoundingClientRect();
+    if (at.top < 0 || at.bottom > window.innerHeight) row.scrollIntoView({ block: "nearest" });
+  }
   document.addEventListener("DOMContentLoaded", function () {
-    var selected = document.querySelector(".tree-row.selected");
-    if (selected && !window.location.hash) selected.scrollIntoView({ block: "center" });
+    var tree = document.querySelector(".tree");
+    if (tree) showStart(tree);
+  });
+  // (Un)folding swaps the whole tree in.
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var tree = event.detail.target && event.detail.target.id === "tree" && document.querySelector(".tree");
+    if (tree) showStart(tree);
   });
 })();

@@ -4,6 +4,7 @@ import re
 
 import pytest
 from builders import T0
+from django.urls import reverse
 from playwright.sync_api import expect
 
 from sessions.models import Session
@@ -79,3 +80,157 @@ def test_session_filters_update_the_list_and_the_address(
     expect(page).to_have_url(re.compile(r"persona=echo"))
     expect(page.locator("table.sessions")).to_contain_text("Echo work")
     expect(page.locator("table.sessions")).not_to_contain_text("Atlas chat")
+
+
+# -- A failed tool call, keyboard places, phones -------------------------------------------------
+
+
+def test_a_failed_call_in_a_long_list_shows_its_error_when_the_turn_opens_from_the_tree(
+    page, live_server, viewer, ledger, sign_in
+):
+    s = ledger.session(id="S1")
+    root = ledger.turn(s, id="T-root", started_at=T0)
+    busy = ledger.turn(s, root, id="T-busy", started_at=T0 + 1, status="failed")
+    ledger.message(busy, 1, content="Move my dentist appointment")
+    for i in range(7):  # more than INLINE_CALLS: bodies load when opened
+        failed = i == 4
+        ledger.tool_call(
+            busy,
+            i + 1,
+            id=f"C{i}",
+            status="failed" if failed else "completed",
+            error="calendar API 503: try later" if failed else None,
+            parameters='{"day": "tuesday"}',
+        )
+    head = ledger.turn(s, root, id="T-head", started_at=T0 + 2)
+    ledger.set_head(s, root, head)
+    sign_in("vera", next_url="/sessions/S1/")
+    page.locator("#turn-T-busy").click()
+    failed_call = page.locator("#panel #call-C4")
+    expect(failed_call.locator("pre.error-text")).to_have_text("calendar API 503: try later")
+    expect(failed_call.locator("pre.json").first).to_contain_text('"day": "tuesday"')
+    # A closed call still loads its body when opened.
+    page.locator("#panel #call-C1 summary").click()
+    expect(page.locator("#panel #call-C1 pre.json").first).to_contain_text('"day": "tuesday"')
+
+
+@pytest.fixture
+def long_straight(ledger):
+    """Forty side branches off the root (a tall tree), then a straight run of 20 turns."""
+    s = ledger.session(id="S1", label="Long and straight")
+    root = ledger.turn(s, id="T-root", started_at=T0)
+    for i in range(40):
+        ledger.turn(s, root, id=f"T-side-{i:02}", started_at=T0 + 1 + i)
+    parent = root
+    for i in range(1, 21):
+        parent = ledger.turn(s, parent, id=f"T{i:02}", started_at=T0 + 100 + i)
+        ledger.message(parent, 1, content=f"question number {i}")
+    ledger.set_head(s, root, parent)
+    return s
+
+
+def test_the_session_opens_with_its_title_and_its_head_in_view(
+    page, live_server, viewer, long_straight, sign_in
+):
+    sign_in("vera", next_url="/sessions/S1/")
+    expect(page.locator("h1")).to_be_in_viewport()
+    expect(page.locator("#turn-T20")).to_be_in_viewport()
+    expect(page.locator("#turn-T20")).to_have_class(re.compile("cursor"))
+
+
+def test_h_into_a_folded_stretch_keeps_the_place_through_a_reload(
+    page, live_server, viewer, long_straight, sign_in
+):
+    sign_in("vera", next_url="/sessions/S1/")
+    expect(page.locator("#turn-T18")).to_have_count(0)  # folded
+    page.keyboard.press("h")  # the head's parent, T19, is in view
+    expect(page.locator("#turn-T19")).to_have_class(re.compile("cursor"))
+    page.keyboard.press("h")  # T18 is folded: its own address opens, the tree unfolds there
+    expect(page).to_have_url(re.compile(r"/sessions/S1/turns/T18/$"))
+    expect(page.locator("#turn-T18")).to_have_class(re.compile("cursor"))
+    expect(page.locator("#panel")).to_contain_text("question number 18")
+    page.reload()
+    expect(page.locator("#turn-T18")).to_have_class(re.compile("cursor"))
+    expect(page.locator("#turn-T18")).to_be_in_viewport()
+    page.keyboard.press("h")
+    expect(page.locator("#turn-T17")).to_have_class(re.compile("cursor"))
+    page.keyboard.press("Enter")
+    expect(page.locator("#panel")).to_contain_text("question number 17")
+    expect(page).to_have_url(re.compile(r"/sessions/S1/turns/T17/$"))
+
+
+PHONE = {"width": 390, "height": 844}
+
+
+def assert_no_sideways_scroll(page):
+    width, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert width <= inner, f"{page.url}: {width} px wide in a {inner} px window"
+
+
+def open_on_a_phone(page, sign_in, url: str) -> None:
+    page.set_viewport_size(PHONE)
+    sign_in("vera", next_url=url)
+    assert_no_sideways_scroll(page)
+
+
+def test_on_a_phone_tapping_a_turn_brings_its_panel_into_view(
+    page, live_server, viewer, long_straight, sign_in
+):
+    open_on_a_phone(page, sign_in, "/sessions/S1/")
+    # A turn near the top of the tree: the panel is far below it.
+    page.locator("#turn-T-side-00").click()
+    expect(page.locator("#panel h2")).to_contain_text("T-side-00")
+    expect(page.locator("#panel .panel-head")).to_be_in_viewport()
+    expect(page).to_have_url(re.compile(r"/sessions/S1/turns/T-side-00/$"))
+
+
+def test_on_a_phone_the_lists_fit_and_show_the_error(page, live_server, viewer, ledger, sign_in):
+    ledger.session(id="S1", label="A session with a rather long label to wrap on a phone")
+    ledger.request(
+        id="R1",
+        status="failed",
+        stage="runAgent",
+        error_stage="runAgent",
+        error_message="Anthropic API error 529: overloaded_error while calling the model",
+        principal_id="ent_KHM60QV5BYD5KASA",
+    )
+    sign_in("vera", next_url="/")
+    for width in (PHONE["width"], 800):  # a phone, and a tablet's one-column layout
+        page.set_viewport_size({"width": width, "height": PHONE["height"]})
+        page.goto(f"{live_server.url}/pipeline/requests/")
+        error = page.get_by_text("Anthropic API error 529")
+        expect(error).to_be_visible()
+        box = error.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width
+        assert_no_sideways_scroll(page)
+        page.goto(f"{live_server.url}/sessions/")
+        expect(page.locator("table.sessions")).to_contain_text("rather long label")
+        assert_no_sideways_scroll(page)
+
+
+@pytest.mark.parametrize("odd_id", ["..", "a/b ü?#"])
+def test_h_into_a_folded_stretch_opens_a_turn_with_an_odd_id(
+    page, live_server, viewer, ledger, sign_in, odd_id
+):
+    s = ledger.session(id="S1")
+    parent = root = ledger.turn(s, id="T-root", started_at=T0)
+    for i in range(1, 21):
+        turn_id = odd_id if i == 18 else f"T{i:02}"
+        parent = ledger.turn(s, parent, id=turn_id, started_at=T0 + i)
+        ledger.message(parent, 1, content=f"question number {i}")
+    ledger.set_head(s, root, parent)
+    sign_in("vera", next_url="/sessions/S1/")
+    page.keyboard.press("h")
+    page.keyboard.press("h")  # into the fold: the odd id's own address
+    expect(page.locator("#panel")).to_contain_text("question number 18")
+    expect(page.locator(f'[data-turn="{odd_id}"]')).to_have_class(re.compile("cursor"))
+    assert page.url == live_server.url + reverse("sessions:turn", args=["S1", odd_id])
+
+
+def test_on_a_phone_the_fork_card_stays_above_the_thread(
+    page, live_server, viewer, long_straight, sign_in
+):
+    open_on_a_phone(page, sign_in, "/sessions/S1/turns/T20/thread/")
+    page.locator("li.step.current").scroll_into_view_if_needed()
+    expect(page.locator("li.step.current")).to_contain_text("question number 20")
+    expect(page.locator(".fork-card")).not_to_be_in_viewport()  # it used to cover the thread
