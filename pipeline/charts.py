@@ -428,7 +428,7 @@ def throughput(f: DashboardFilters) -> ChartResult:
     figure = {
         "data": traces,
         "layout": _layout(
-            xaxis={"type": "date"},
+            xaxis={"type": "date", "automargin": True},
             yaxis=_count_axis("requests", max(totals, default=0)),
             yaxis2=_rate_axis(max((r for r in rates if r is not None), default=0)),
         ),
@@ -683,7 +683,7 @@ def tokens(f: DashboardFilters) -> ChartResult:
     peak = max((sum(v[i] for v in by_model.values()) for i in range(len(starts))), default=0)
     figure = {
         "data": traces,
-        "layout": _layout(xaxis={"type": "date"}, yaxis=_count_axis("tokens", peak)),
+        "layout": _layout(xaxis={"type": "date", "automargin": True}, yaxis=_count_axis("tokens", peak)),
     }
     data = {"bucket_ms": size, "models": dict(zip(names, (by_model[m] for m in models),
                                                   strict=True)),
