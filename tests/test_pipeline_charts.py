@@ -337,3 +337,17 @@ def test_the_dashboard_says_once_how_many_hours_are_not_summarised(viewer_client
     for slug in CHARTS:
         card = viewer_client.get(f"/pipeline/charts/{slug}/?{query}").content.decode()
         assert "not summarised" not in card
+
+
+def test_the_list_a_bar_leads_to_says_what_it_selects(viewer_client, odd):
+    page_url = chart_url("delivery")
+    (figure,) = figures(viewer_client.get(page_url).content.decode())
+    bars = {(name, c): url for name, c, n, url in elements(figure) if n}
+    unreadable = bars[("unreadable flag", "imessage")]
+    landing = viewer_client.get(urljoin("http://testserver" + page_url, unreadable))
+    assert "1 request" in landing.content.decode()
+    assert "with an unreadable delivery flag" in landing.content.decode()
+    (figure,) = figures(viewer_client.get(chart_url("hooks")).content.decode())
+    shared = {(name, c): url for name, c, n, url in elements(figure) if n}[("shared", "spam")]
+    landing = viewer_client.get(shared, headers={"HX-Request": "true"}).content.decode()
+    assert "<html" not in landing and "shares the credit" in landing
