@@ -19,6 +19,7 @@ import numpy as np
 from django.urls import reverse
 from django.utils import timezone
 
+from ledgerweb.sqlite import LedgerQueryTimeout
 from ledgerweb.timestamps import now_ms
 from pipeline import rollups
 from pipeline.filters import EXACT, WINDOWS, RequestFilters, value_query
@@ -194,15 +195,15 @@ def _layout(**extra) -> dict:
 
 def _count_axis(title: str, peak: float) -> dict:
     """An axis of whole counts starting at 0: no "0.2 requests" ticks on a small chart."""
-    axis = {"title": {"text": title}, "rangemode": "tozero", "tickformat": ",d"}
+    axis = {"title": {"text": title}, "rangemode": "tozero", "tickformat": ",d", "automargin": True}
     if peak <= 5:
         axis["dtick"] = 1
-    return axis | {"automargin": True}
+    return axis
 
 
-def _rate_axis(peak: float | None) -> dict:
+def _rate_axis(peak: float) -> dict:
     """A failure-rate axis from 0 % to a round top, ticks on round percents (never 102 %)."""
-    top = next(t for t in (0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1.0) if (peak or 0) <= t)
+    top = next(t for t in (0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1.0) if peak <= t)
     return {
         "title": {"text": "failure rate"},
         "overlaying": "y",
@@ -213,6 +214,9 @@ def _rate_axis(peak: float | None) -> dict:
         "showgrid": False,
         "zeroline": False,
     }
+
+
+TIME_AXIS = {"type": "date", "automargin": True}
 
 
 def _category_axis(title: str | None = None) -> dict:
@@ -332,8 +336,8 @@ def stage_timings(f: DashboardFilters) -> ChartResult:
         " out.",
         *_rest_note(hidden_names, "stage names", f" ({hidden_timings:,} timings)"),
     ]
-    return ChartResult({"stages": stats, "stages_not_shown": hidden_names}, [percentiles,
-                       distribution], notes)  # fmt: skip
+    data = {"stages": stats, "stages_not_shown": hidden_names}
+    return ChartResult(data, [percentiles, distribution], notes)
 
 
 # -- 2. Throughput and outcomes -----------------------------------------------------------------
@@ -384,13 +388,19 @@ def _off_axis_note(off_axis: int) -> list[str]:
             " counted, not drawn."]  # fmt: skip
 
 
-def _bounded_series(series: dict, order: list, width: int) -> tuple[list, list[int] | None]:
+def _bounded_series(series: dict, order: list, buckets: int) -> tuple[list, list[int] | None]:
     """The first MAX_CATEGORIES keys of `order`, and the others' amounts summed per bucket
     (None when there are none)."""
     shown, rest = order[:MAX_CATEGORIES], order[MAX_CATEGORIES:]
     if not rest:
         return shown, None
-    return shown, [sum(series[k][i] for k in rest) for i in range(width)]
+    return shown, [sum(series[k][i] for k in rest) for i in range(buckets)]
+
+
+def _others_trace(name: str, x: list, y: list[int]) -> dict:
+    """The bar of what a bounded chart does not draw one by one: counted, not a way in (it
+    is many values at once)."""
+    return {"type": "bar", "name": name, "x": x, "y": y, "marker": {"color": OTHER_COLOUR}}
 
 
 def throughput(f: DashboardFilters) -> ChartResult:
@@ -418,8 +428,7 @@ def throughput(f: DashboardFilters) -> ChartResult:
         for status, name in zip(statuses, names, strict=True)
     ]
     if others:
-        traces.append({"type": "bar", "name": "other statuses", "x": x, "y": others,
-                       "marker": {"color": OTHER_COLOUR}})  # fmt: skip
+        traces.append(_others_trace("other statuses", x, others))
     traces.append(
         {"type": "scatter", "mode": "lines+markers", "name": "failure rate", "x": x, "y": rates,
          "yaxis": "y2", "line": {"color": STATUS_COLOURS["failed"], "dash": "dot"},
@@ -428,7 +437,7 @@ def throughput(f: DashboardFilters) -> ChartResult:
     figure = {
         "data": traces,
         "layout": _layout(
-            xaxis={"type": "date", "automargin": True},
+            xaxis=TIME_AXIS,
             yaxis=_count_axis("requests", max(totals, default=0)),
             yaxis2=_rate_axis(max((r for r in rates if r is not None), default=0)),
         ),
@@ -626,9 +635,8 @@ def _split_figure(f: DashboardFilters, split: dict, keys: list, param: str, titl
         for status, name in zip(statuses, labels(statuses), strict=True)
     ]
     if rest:
-        traces.append({"type": "bar", "name": "other statuses", "x": x,
-                       "y": [sum(split[k].get(s, 0) for s in rest) for k in keys],
-                       "marker": {"color": OTHER_COLOUR}})  # fmt: skip
+        others = [sum(split[k].get(s, 0) for s in rest) for k in keys]
+        traces.append(_others_trace("other statuses", x, others))
     return {
         "data": traces,
         "layout": _layout(xaxis=_category_axis(title), yaxis=_count_axis("requests", peak)),
@@ -678,18 +686,16 @@ def tokens(f: DashboardFilters) -> ChartResult:
         for model, name in zip(models, names, strict=True)
     ]  # fmt: skip
     if others:
-        traces.append({"type": "bar", "name": "other models", "x": x, "y": others,
-                       "marker": {"color": OTHER_COLOUR}})  # fmt: skip
+        traces.append(_others_trace("other models", x, others))
     peak = max((sum(v[i] for v in by_model.values()) for i in range(len(starts))), default=0)
     figure = {
         "data": traces,
-        "layout": _layout(xaxis={"type": "date", "automargin": True}, yaxis=_count_axis("tokens", peak)),
+        "layout": _layout(xaxis=TIME_AXIS, yaxis=_count_axis("tokens", peak)),
     }
-    data = {"bucket_ms": size, "models": dict(zip(names, (by_model[m] for m in models),
-                                                  strict=True)),
-            "bucket_starts": starts, "off_axis": off_axis}  # fmt: skip
+    by_name = {name: by_model[model] for model, name in zip(models, names, strict=True)}
     if others:
-        data["models"]["other models"] = others
+        by_name["other models"] = others
+    data = {"bucket_ms": size, "models": by_name, "bucket_starts": starts, "off_axis": off_axis}
     notes = [
         "Tokens: agent_tokens_total of each request, where it is a whole number.",
         *_off_axis_note(off_axis),
@@ -766,8 +772,6 @@ CHARTS = {
 def dashboard_data(f: DashboardFilters) -> dict:
     """The dashboard's JSON twin: every chart's data for the same window and filters (a chart
     that ran out of time says so in its place)."""
-    from ledgerweb.sqlite import LedgerQueryTimeout
-
     charts = {}
     for slug, chart in CHARTS.items():
         try:
