@@ -17,102 +17,43 @@ SINCE, UNTIL = T0, T0 + 4 * H
 WINDOW = {"since": SINCE, "until": UNTIL}
 
 
+HOOKS = {"hooks_matched": '["otp", "spam"]', "hooks_fired": '["otp", "spam"]'}
+# Requests as other programs write them: REAL and text times, '' next to NULL (status and
+# event_source are NOT NULL in the schema: '' is their odd value), flags of 2 and 'true',
+# hooks_context naming (or not) the hook that handled, HTML and label look-alikes.
+ODD_REQUESTS = (
+    {"id": "frac", "started_at": T0 + H + 0.5, "agent_model": "sonnet", "agent_tokens_total": 700},
+    {"id": "text-time", "started_at": "2026-11-26 10:00"},  # never in a numeric window
+    {"id": "empty-keys", "started_at": T0 + 10, "status": "", "event_source": "",
+     "principal_id": "", "agent_model": "", "agent_tokens_total": 5, "delivery_channel": "",
+     "delivery_success": 1},
+    {"id": "null-keys", "started_at": T0 + 20, "principal_id": None, "agent_model": None,
+     "agent_tokens_total": 9, "delivery_channel": None, "delivery_success": 0},
+    {"id": "fail-empty-stage", "started_at": T0 + 30, "status": "failed", "error_stage": "",
+     "error_message": "boom 1"},
+    {"id": "fail-null-stage", "started_at": T0 + 40, "status": "failed", "error_stage": None},
+    {"id": "fail-run", "started_at": T0 + 2 * H, "status": "failed", "error_stage": "runAgent",
+     "error_message": "Rate limited: 429", "principal_id": "mom"},
+    {"id": "two", "started_at": T0 + 50, "delivery_channel": "imessage", "delivery_success": 2,
+     **HOOKS, "hooks_handled": 2, "hooks_context": '{"handled_by": "otp"}'},
+    {"id": "text-true", "started_at": T0 + 60, "delivery_channel": "imessage",
+     "delivery_success": "true", "hooks_matched": '["otp"]', "hooks_fired": '["otp"]',
+     "hooks_handled": "true"},
+    {"id": "shared", "started_at": T0 + 70, "delivery_channel": "imessage",
+     "delivery_success": 1, **HOOKS, "hooks_handled": 1, "hooks_context": '{"reply": false}'},
+    {"id": "none-fired", "started_at": T0 + 80, "hooks_matched": '["spam"]', "hooks_fired": "[]",
+     "hooks_handled": 1},
+    {"id": "html", "started_at": T0 + 3 * H, "principal_id": "<b>boss</b>",
+     "event_source": " padded ", "status": "<script>", "agent_model": "(none)",
+     "agent_tokens_total": 1},
+    {"id": "before", "started_at": T0 - 1},
+)  # fmt: skip
+
+
 @pytest.fixture
 def odd(ledger):
-    """Requests as other programs write them: REAL and text times, '' next to NULL, flags of 2
-    and 'true', hooks_context naming (or not) the hook that handled."""
-    add = ledger.request
-    add(id="frac", started_at=T0 + H + 0.5, agent_model="sonnet", agent_tokens_total=700)
-    add(id="text-time", started_at="2026-11-26 10:00")  # never in a numeric window
-    add(
-        id="empty-keys",
-        started_at=T0 + 10,
-        status="",
-        event_source="",
-        principal_id="",
-        agent_model="",
-        agent_tokens_total=5,
-        delivery_channel="",
-        delivery_success=1,
-    )
-    # (status and event_source are NOT NULL in the schema: '' is their odd value)
-    add(
-        id="null-keys",
-        started_at=T0 + 20,
-        principal_id=None,
-        agent_model=None,
-        agent_tokens_total=9,
-        delivery_channel=None,
-        delivery_success=0,
-    )
-    add(
-        id="fail-empty-stage",
-        started_at=T0 + 30,
-        status="failed",
-        error_stage="",
-        error_message="boom 1",
-    )
-    add(
-        id="fail-null-stage",
-        started_at=T0 + 40,
-        status="failed",
-        error_stage=None,
-        error_message=None,
-    )
-    add(
-        id="fail-run",
-        started_at=T0 + 2 * H,
-        status="failed",
-        error_stage="runAgent",
-        error_message="Rate limited: 429",
-        principal_id="mom",
-    )
-    add(
-        id="two",
-        started_at=T0 + 50,
-        delivery_channel="imessage",
-        delivery_success=2,
-        hooks_matched='["otp", "spam"]',
-        hooks_fired='["otp", "spam"]',
-        hooks_handled=2,
-        hooks_context='{"handled_by": "otp"}',
-    )
-    add(
-        id="text-true",
-        started_at=T0 + 60,
-        delivery_channel="imessage",
-        delivery_success="true",
-        hooks_matched='["otp"]',
-        hooks_fired='["otp"]',
-        hooks_handled="true",
-    )
-    add(
-        id="shared",
-        started_at=T0 + 70,
-        delivery_channel="imessage",
-        delivery_success=1,
-        hooks_matched='["otp", "spam"]',
-        hooks_fired='["otp", "spam"]',
-        hooks_handled=1,
-        hooks_context='{"reply": false}',
-    )
-    add(
-        id="none-fired",
-        started_at=T0 + 80,
-        hooks_matched='["spam"]',
-        hooks_fired="[]",
-        hooks_handled=1,
-    )
-    add(
-        id="html",
-        started_at=T0 + 3 * H,
-        principal_id="<b>boss</b>",
-        event_source=" padded ",
-        status="<script>",
-        agent_model="(none)",
-        agent_tokens_total=1,
-    )
-    add(id="before", started_at=T0 - 1)
+    for fields in ODD_REQUESTS:
+        ledger.request(**fields)
     return ledger
 
 
