@@ -673,8 +673,16 @@ def sources(f: DashboardFilters) -> ChartResult:
 
 def tokens(f: DashboardFilters) -> ChartResult:
     size = f.bucket_ms
-    starts, by_model, off_axis = _series(f, "tokens", lambda row: (row[2], row[5]))
-    totals = {m: sum(v) for m, v in by_model.items()}
+    unreadable = Counter()
+
+    def model_and_tokens(row):  # and counts the requests whose token count is unreadable
+        if row[3] == "unreadable":
+            unreadable["requests"] += row[4]
+        return row[2], row[5]
+
+    starts, by_model, off_axis = _series(f, "tokens", model_and_tokens)
+    # A model whose requests all have unreadable token counts has no tokens to draw.
+    totals = {m: sum(v) for m, v in by_model.items() if any(v)}
     models, _ = _most(totals, len(totals))
     models, others = _bounded_series(by_model, models, len(starts))
     x = _axis_times(starts)
@@ -696,10 +704,12 @@ def tokens(f: DashboardFilters) -> ChartResult:
     if others:
         by_name["other models"] = others
     data = {"bucket_ms": size, "models": by_name, "bucket_starts": starts, "off_axis": off_axis}
-    notes = [
-        "Tokens: agent_tokens_total of each request, where it is a whole number.",
-        *_off_axis_note(off_axis),
-    ]
+    notes = ["Tokens: agent_tokens_total of each request, where it is a whole number."]
+    if unreadable["requests"]:
+        notes.append(f"{unreadable['requests']:,} requests have a token count that is not a"
+                     " whole number (12.5, text): they add no tokens.")  # fmt: skip
+    notes += _off_axis_note(off_axis)
+    data["unreadable_token_counts"] = unreadable["requests"]
     return ChartResult(data, [figure], notes)
 
 
@@ -740,7 +750,8 @@ def delivery(f: DashboardFilters) -> ChartResult:
                     | {"success_rate": c["yes"] / (c["yes"] + c["no"]) if c["yes"] + c["no"]
                        else None})  # fmt: skip
     notes = [
-        "Delivered: delivery_success is a number other than 0 (as SQLite reads it); not"
+        "A response: a request with a delivery channel or a delivery flag."
+        " Delivered: delivery_success is a number other than 0 (as SQLite reads it); not"
         " delivered: 0; no flag: NULL. Success rate: delivered ÷ (delivered + not delivered).",
     ]
     unreadable = sum(c["unreadable"] for c in by_channel.values())

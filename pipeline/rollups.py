@@ -53,11 +53,13 @@ FACTS = {
         FROM nexus_requests WHERE {{where}} GROUP BY 1, 2, 3, 4, 5""",
     "principal": f"""SELECT {_COLUMNS}, principal_id, status, count(*), NULL, NULL
         FROM nexus_requests WHERE {{where}} GROUP BY 1, 2, 3, 4, 5""",
-    "tokens": f"""SELECT {_COLUMNS}, agent_model, NULL, count(*),
+    # Token counts that are not whole numbers (12.5, 'lots') add nothing, and say so (sub).
+    "tokens": f"""SELECT {_COLUMNS}, agent_model,
+            CASE WHEN typeof(agent_tokens_total) != 'integer' THEN 'unreadable' END, count(*),
             sum(CASE WHEN typeof(agent_tokens_total) = 'integer' THEN agent_tokens_total
                 ELSE 0 END), NULL
         FROM nexus_requests WHERE {{where}} AND agent_tokens_total IS NOT NULL
-        GROUP BY 1, 2, 3, 4""",
+        GROUP BY 1, 2, 3, 4, 5""",
     # A response: a request with a delivery channel or a delivery flag (a channel may be NULL).
     "delivery": f"""SELECT {_COLUMNS}, delivery_channel, {flag_state("delivery_success")},
             count(*), NULL, NULL

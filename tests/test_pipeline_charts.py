@@ -46,6 +46,8 @@ ODD_REQUESTS = (
     {"id": "html", "started_at": T0 + 3 * H, "principal_id": "<b>boss</b>",
      "event_source": " padded ", "status": "<script>", "agent_model": "(none)",
      "agent_tokens_total": 1},
+    {"id": "real-tokens", "started_at": T0 + 90, "agent_model": "sonnet",
+     "agent_tokens_total": 12.5},
     {"id": "before", "started_at": T0 - 1},
 )  # fmt: skip
 
@@ -98,7 +100,7 @@ def test_a_fractional_started_at_is_counted_by_every_chart(viewer_client, odd):
         response = viewer_client.get(chart_url(slug, format="json"))
         assert response.status_code == 200, slug
     buckets = viewer_client.get(chart_url("throughput", format="json")).json()["buckets"]
-    assert sum(b["total"] for b in buckets) == 11  # every row of the window, "frac" included
+    assert sum(b["total"] for b in buckets) == 12  # every row of the window, "frac" included
     models = viewer_client.get(chart_url("tokens", format="json")).json()["models"]
     assert sum(models["sonnet"]) == 700
 
@@ -139,6 +141,7 @@ def test_empty_and_null_values_are_labelled_and_selected_apart(viewer_client, od
         "frac",
         "none-fired",
         "null-keys",
+        "real-tokens",
         "shared",
         "text-true",
         "two",
@@ -169,6 +172,8 @@ def test_odd_flags_are_counted_and_the_chart_says_where_they_went(viewer_client,
                for c in channels) == 5  # fmt: skip
     page = viewer_client.get(chart_url("delivery")).content.decode()
     assert "1 responses have an unreadable delivery flag" in page
+    tokens = viewer_client.get(chart_url("tokens")).content.decode()
+    assert "1 requests have a token count that is not a whole number" in tokens
     hooks = viewer_client.get(chart_url("hooks")).content.decode()
     assert "1 requests have an unreadable hooks_handled flag" in hooks
     assert "1 handled requests fired no hook" in hooks
@@ -200,7 +205,7 @@ def test_any_window_draws_a_bounded_number_of_buckets(viewer_client, odd, window
     data = viewer_client.get(
         "/pipeline/charts/throughput/?" + urlencode(window | {"format": "json"})
     ).json()
-    assert sum(b["total"] for b in data["buckets"]) + data["off_axis"] == 12  # "before" too
+    assert sum(b["total"] for b in data["buckets"]) + data["off_axis"] == 13  # "before" too
 
 
 def test_rows_dated_beyond_the_drawable_years_are_counted_in_a_note(viewer_client, odd):
