@@ -220,7 +220,8 @@ TIME_AXIS = {"type": "date", "automargin": True}
 
 
 def _category_axis(title: str | None = None) -> dict:
-    axis = {"type": "category", "automargin": True, "tickangle": -30}
+    # No fixed tick angle: Plotly tilts names 30° or 90° only as far as they need not to overlap.
+    axis = {"type": "category", "automargin": True}
     return axis | ({"title": {"text": title}} if title else {})
 
 
