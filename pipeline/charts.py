@@ -6,10 +6,12 @@ Every bar a person can click carries the request-list URL that selects exactly t
 (the same window, the same filters), so a chart is also a way into the list.
 """
 
+import json
 import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import cached_property
 from urllib.parse import urlencode
 
@@ -17,10 +19,11 @@ import numpy as np
 from django.urls import reverse
 from django.utils import timezone
 
-from ledgerweb.timestamps import ms_to_datetime, now_ms
+from ledgerweb.sqlite import LedgerQueryTimeout
+from ledgerweb.timestamps import now_ms
 from pipeline import rollups
-from pipeline.filters import WINDOWS, RequestFilters
-from pipeline.rollups import HOUR
+from pipeline.filters import EXACT, WINDOWS, RequestFilters, value_query
+from pipeline.rollups import HOUR, MAX_STAGE_MS
 from pipeline.stages import STAGE_INDEX, STAGES, STATUSES
 
 STATUS_COLOURS = {
@@ -30,8 +33,41 @@ STATUS_COLOURS = {
     "processing": "#7b5cd6",
 }
 OTHER_COLOUR = "#8a8f98"
-HOOK_COLOURS = (("matched", "#8a8f98"), ("fired", "#2b8fd9"), ("handled", "#2f9e68"))
+HOOK_COLOURS = (
+    ("matched", "#8a8f98"), ("fired", "#2b8fd9"), ("handled", "#2f9e68"), ("shared", "#9fd4b4"),
+)  # fmt: skip
 TOP = 10
+# However many distinct values a window holds, a chart draws at most this many categories
+# (stages, sources, hooks, channels, models) and says how many requests the rest hold.
+MAX_CATEGORIES = 20
+MAX_BUCKETS = 60
+DAY = 24 * HOUR
+YEAR = 365 * DAY
+# The dates a time axis can draw (Python's datetime and Plotly both stop at year 9999): a window
+# reaching beyond is drawn up to here, and the rows outside are counted in a note.
+DRAWABLE = (
+    int(datetime(1000, 1, 1, tzinfo=UTC).timestamp() * 1000),
+    int(datetime(9999, 1, 1, tzinfo=UTC).timestamp() * 1000),
+)
+NULL_LABEL, EMPTY_LABEL = "(none)", "(empty)"
+
+
+def value_label(value) -> str:
+    """A column value as a chart names it: NULL and '' are values too, shown distinctly; a value
+    that would read like one of those labels, or hides spaces, is shown quoted."""
+    if value is None:
+        return NULL_LABEL
+    text = str(value)
+    if text == "":
+        return EMPTY_LABEL
+    if text != text.strip() or text in (NULL_LABEL, EMPTY_LABEL):
+        return json.dumps(text)
+    return text
+
+
+def key_order(value) -> tuple[bool, str]:
+    """A sort key for column values that may be None (first) or str."""
+    return (value is not None, str(value))
 
 
 @dataclass
@@ -73,10 +109,11 @@ class DashboardFilters:
         return rollups.plan(self.since_ms, self.until_ms)
 
     def unsummarised_hours(self) -> int:
-        """Hours of the window read live because their rollups are missing (not counting the
-        window's partial first and last hour)."""
-        live_ms = sum(end - start for start, end in self.plan.live)
-        return max(0, live_ms // HOUR - 2)
+        """Hours of the window whose rollups are missing (not counting the window's partial
+        first and last hour). Only looks: building is the charts' work, so the dashboard page
+        stays quick."""
+        live = rollups.plan(self.since_ms, self.until_ms, budget_s=0).live
+        return max(0, sum(end - start for start, end in live) // HOUR - 2)
 
     def facts(self, kind: str, bucket_ms: int | None = None) -> list[tuple]:
         """(bucket, source, key, sub, n, total, last) rows of one kind over the window. Stored
@@ -87,14 +124,19 @@ class DashboardFilters:
         return rollups.facts(self.scope, the_plan, kind, bucket_ms)
 
     def list_url(self, since_ms: int | None = None, until_ms: int | None = None, **extra) -> str:
-        """The request list selecting exactly the rows of a chart's bar."""
+        """The request list selecting exactly the rows of a chart's bar. A column value of ''
+        or None selects the empty string or NULL (filters.value_query), never "any"."""
         query = {
             "since": since_ms if since_ms is not None else self.since_ms,
             "until": until_ms if until_ms is not None else self.until_ms,
-            "source": self.source,
-            "persona": self.persona,
-        } | extra
-        query = {k: v for k, v in query.items() if v not in ("", None)}
+        }
+        columns = {"source": self.source or "", "persona": self.persona or ""}
+        columns = {k: v for k, v in columns.items() if v} | extra
+        for param, value in columns.items():
+            if param in EXACT:
+                query |= value_query(param, value if value is None else str(value))
+            elif value not in ("", None):
+                query[param] = value
         return reverse("pipeline:requests") + "?" + urlencode(query)
 
     def query(self, **changes) -> str:
@@ -105,15 +147,25 @@ class DashboardFilters:
         return urlencode({k: v for k, v in values.items() if v not in ("", None)})
 
     @property
+    def drawn(self) -> tuple[int, int]:
+        """The part of the window a time axis draws: all of it, short of absurd dates."""
+        return max(self.since_ms, DRAWABLE[0]), min(self.until_ms, DRAWABLE[1])
+
+    @property
     def bucket_ms(self) -> int:
-        """At most 60 buckets on round sizes, whole hours from a 12-hour window up (so stored
-        hourly rollups fill them: 24 h → hours, 7 d → 3 h, 30 d → 12 h)."""
-        span = self.until_ms - self.since_ms
+        """At most MAX_BUCKETS buckets on round sizes, whole hours from a 12-hour window up (so
+        stored hourly rollups fill them: 24 h → hours, 7 d → 3 h, 30 d → 12 h), and years,
+        decades… for a window of any length: the work of a chart never grows with the window."""
+        since, until = self.drawn
+        span = until - since
         for size in (60_000, 120_000, 300_000, 900_000, 1_800_000, HOUR, 3 * HOUR, 6 * HOUR,
-                     12 * HOUR, 24 * HOUR, 7 * 24 * HOUR):  # fmt: skip
-            if span / size <= 60 and (size >= HOUR or span < 12 * HOUR):
+                     12 * HOUR, DAY, 7 * DAY, 30 * DAY, 90 * DAY):  # fmt: skip
+            if span / size <= MAX_BUCKETS and (size >= HOUR or span < 12 * HOUR):
                 return size
-        return 30 * 24 * HOUR
+        size = YEAR
+        while span / size > MAX_BUCKETS:
+            size *= 10
+        return size
 
 
 @dataclass
@@ -133,12 +185,75 @@ class Chart:
 
 def _layout(**extra) -> dict:
     return {
-        "margin": {"l": 56, "r": 56, "t": 8, "b": 48},
+        "margin": {"l": 56, "r": 56, "t": 24, "b": 48},
         "height": 300,
         "barmode": "stack",
-        "legend": {"orientation": "h", "y": -0.2},
+        # Above the plot: below it, long category names (principals, stages) ran into it.
+        "legend": {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom"},
         "hovermode": "closest",
     } | extra
+
+
+def _count_axis(title: str, peak: float) -> dict:
+    """An axis of whole counts starting at 0: no "0.2 requests" ticks on a small chart."""
+    axis = {"title": {"text": title}, "rangemode": "tozero", "tickformat": ",d", "automargin": True}
+    if peak <= 5:
+        axis["dtick"] = 1
+    return axis
+
+
+def _rate_axis(peak: float) -> dict:
+    """A failure-rate axis from 0 % to a round top, ticks on round percents (never 102 %)."""
+    top = next(t for t in (0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1.0) if peak <= t)
+    return {
+        "title": {"text": "failure rate"},
+        "overlaying": "y",
+        "side": "right",
+        "range": [0, top],
+        "dtick": top / 5,
+        "tickformat": ".0%" if top >= 0.05 else ".1%",
+        "showgrid": False,
+        "zeroline": False,
+    }
+
+
+TIME_AXIS = {"type": "date", "automargin": True}
+
+
+def _category_axis(title: str | None = None) -> dict:
+    # No fixed tick angle: Plotly tilts names 30° or 90° only as far as they need not to overlap.
+    axis = {"type": "category", "automargin": True}
+    return axis | ({"title": {"text": title}} if title else {})
+
+
+LABEL_WIDTH = 32
+
+
+def labels(values) -> list[str]:
+    """Category names for column values: short, and distinct (Plotly draws equal names as one
+    category, so two values must never share a name)."""
+    names: list[str] = []
+    for value in values:
+        name = value_label(value)
+        if len(name) > LABEL_WIDTH:
+            name = name[: LABEL_WIDTH - 1] + "…"
+        unique, n = name, 1
+        while unique in names:
+            n += 1
+            unique = f"{name} ({n})"
+        names.append(unique)
+    return names
+
+
+def _most(totals: dict, limit: int) -> tuple[list, int]:
+    """The `limit` keys with the largest totals (ties by key), and what the others add up to."""
+    keys = sorted(totals, key=lambda k: (-totals[k], key_order(k)))
+    return keys[:limit], sum(totals[k] for k in keys[limit:])
+
+
+def _rest_note(hidden: int, what: str, holding: str = "") -> list[str]:
+    """Say what a bounded chart leaves out: "3 more channels (12 responses) are not drawn"."""
+    return [f"{hidden:,} more {what}{holding} are not drawn."] if hidden else []
 
 
 # -- 1. Stage timings ---------------------------------------------------------------------------
@@ -165,14 +280,25 @@ def _plain(value: np.float64) -> int | float:
     return int(number) if number.is_integer() else number
 
 
+def _shown_stages(distributions: dict) -> tuple[list[str], int, int]:
+    """The pipeline's stages in order, then the most frequent unknown names (a ledger may name
+    any number of them), and how many names and timings are left out."""
+    known = sorted((s for s in distributions if s in STAGE_INDEX), key=STAGE_INDEX.__getitem__)
+    counts = {s: int(distributions[s][1].sum()) for s in distributions if s not in STAGE_INDEX}
+    unknown, hidden_timings = _most(counts, MAX_CATEGORIES - len(known))
+    return known + unknown, len(counts) - len(unknown), hidden_timings
+
+
 def stage_timings(f: DashboardFilters) -> ChartResult:
     distributions = rollups.timing_distributions(f.scope, f.plan)
-    order = sorted(distributions, key=lambda s: (STAGE_INDEX.get(s, len(STAGES)), s))
+    order, hidden_names, hidden_timings = _shown_stages(distributions)
     stats = [
         {"stage": stage, "known": stage in STAGE_INDEX} | distribution_stats(*distributions[stage])
         for stage in order
     ]
-    names = [s["stage"] + ("" if s["known"] else " (unknown)") for s in stats]
+    names = labels(s["stage"] + ("" if s["known"] else " (unknown)") for s in stats)
+    timing_axis = {"type": "log", "title": {"text": "duration (ms, log scale)"},
+                   "ticksuffix": " ms", "automargin": True}  # fmt: skip
     bars = [
         {"type": "bar", "name": label, "x": names, "y": [s[key] for s in stats],
          "hovertemplate": f"%{{x}} {label}: %{{y:,.0f}} ms<extra></extra>"}
@@ -184,7 +310,7 @@ def stage_timings(f: DashboardFilters) -> ChartResult:
     )  # fmt: skip
     percentiles = {
         "data": bars,
-        "layout": _layout(barmode="group", yaxis={"type": "log", "title": "ms (log scale)"}),
+        "layout": _layout(barmode="group", yaxis=timing_axis, xaxis=_category_axis()),
     }
     distribution = {
         "data": [
@@ -202,10 +328,18 @@ def stage_timings(f: DashboardFilters) -> ChartResult:
             }
             for name, s in zip(names, stats, strict=True)
         ],  # fmt: skip
-        "layout": _layout(yaxis={"type": "log", "title": "ms (log scale)"}),
+        "layout": _layout(yaxis=timing_axis, xaxis=_category_axis()),
     }
-    notes = ["Box: min, quartiles and p99 per stage. Only valid numeric timings are counted."]
-    return ChartResult({"stages": stats}, [percentiles, distribution], notes)
+    notes = [
+        "Percentiles by nearest rank over every timing of the window (p95: the smallest timing"
+        " at least 95 % of them do not exceed). Box: min, quartiles and p99 per stage.",
+        f"Counted: numeric timings from 0 ms up to a year ({MAX_STAGE_MS:,} ms); negative,"
+        " longer and non-numeric values, and stage_timings that are not a JSON object, are left"
+        " out.",
+        *_rest_note(hidden_names, "stage names", f" ({hidden_timings:,} timings)"),
+    ]
+    data = {"stages": stats, "stages_not_shown": hidden_names}
+    return ChartResult(data, [percentiles, distribution], notes)
 
 
 # -- 2. Throughput and outcomes -----------------------------------------------------------------
@@ -214,52 +348,89 @@ def stage_timings(f: DashboardFilters) -> ChartResult:
 def _buckets(f: DashboardFilters) -> list[int]:
     """Bucket starts, aligned on multiples of the bucket size (round times): the first and last
     bucket may be cut by the window, see _bucket_range."""
+    since, until = f.drawn
     size = f.bucket_ms
-    return list(range(f.since_ms // size * size, f.until_ms, size))
+    return list(range(since // size * size, until, size)) if since < until else []
 
 
 def _bucket_range(f: DashboardFilters, start: int) -> tuple[int, int]:
-    return max(start, f.since_ms), min(start + f.bucket_ms, f.until_ms)
+    return max(start, f.drawn[0]), min(start + f.bucket_ms, f.drawn[1])
 
 
 def _axis_times(starts: list[int]) -> list[str]:
     """Bucket starts as wall-clock times in the site's time zone: Plotly draws date strings as
     given, with no time zone of its own."""
-    return [timezone.localtime(ms_to_datetime(ms)).strftime("%Y-%m-%d %H:%M:%S") for ms in starts]
+    return [
+        timezone.localtime(datetime.fromtimestamp(ms / 1000, tz=UTC)).strftime("%Y-%m-%d %H:%M:%S")
+        for ms in starts
+    ]
 
 
-def _series(f: DashboardFilters, kind: str, pick: Callable) -> tuple[list[int], dict]:
-    """Bucket starts, and per key (pick(row) → key, amount) the amounts of each bucket."""
+def _series(f: DashboardFilters, kind: str, pick: Callable) -> tuple[list[int], dict, int]:
+    """Bucket starts, per key (pick(row) → key, amount) the amounts of each bucket, and how
+    many requests lie in the window but off the drawable axis (see DRAWABLE)."""
     starts = _buckets(f)
     index = {start: i for i, start in enumerate(starts)}
-    series: dict[str, list[int]] = {}
+    series: dict[object, list[int]] = {}
+    off_axis = 0
     for row in f.facts(kind, f.bucket_ms):
         key, amount = pick(row)
-        series.setdefault(key, [0] * len(starts))[index[row[0]]] += amount
-    return starts, series
+        i = index.get(row[0])
+        if i is None:
+            off_axis += row[4]
+        else:
+            series.setdefault(key, [0] * len(starts))[i] += amount
+    return starts, series, off_axis
+
+
+def _off_axis_note(off_axis: int) -> list[str]:
+    if not off_axis:
+        return []
+    return [f"{off_axis:,} requests of the window are dated before the year 1000 or after 9999:"
+            " counted, not drawn."]  # fmt: skip
+
+
+def _bounded_series(series: dict, order: list, buckets: int) -> tuple[list, list[int] | None]:
+    """The first MAX_CATEGORIES keys of `order`, and the others' amounts summed per bucket
+    (None when there are none)."""
+    shown, rest = order[:MAX_CATEGORIES], order[MAX_CATEGORIES:]
+    if not rest:
+        return shown, None
+    return shown, [sum(series[k][i] for k in rest) for i in range(buckets)]
+
+
+def _others_trace(name: str, x: list, y: list[int]) -> dict:
+    """The bar of what a bounded chart does not draw one by one: counted, not a way in (it
+    is many values at once)."""
+    return {"type": "bar", "name": name, "x": x, "y": y, "marker": {"color": OTHER_COLOUR}}
 
 
 def throughput(f: DashboardFilters) -> ChartResult:
     size = f.bucket_ms
     # Rows (bucket, source, key, sub, n, total, last): "source" facts have the status as sub.
-    starts, counts = _series(f, "source", lambda row: (row[3], row[4]))
-    statuses = [s for s in STATUSES if s in counts] + sorted(set(counts) - set(STATUSES))
-    totals = [sum(counts[s][i] for s in statuses) for i in range(len(starts))]
+    starts, counts, off_axis = _series(f, "source", lambda row: (row[3], row[4]))
+    statuses = [s for s in STATUSES if s in counts]
+    statuses += sorted(set(counts) - set(STATUSES), key=key_order)
+    statuses, others = _bounded_series(counts, statuses, len(starts))
+    totals = [sum(c[i] for c in counts.values()) for i in range(len(starts))]
     failed = counts.get("failed", [0] * len(starts))
     rates = [round(fl / t, 4) if t else None for fl, t in zip(failed, totals, strict=True)]
     x = _axis_times(starts)
+    names = labels(statuses)
     traces = [
         {
             "type": "bar",
-            "name": status,
+            "name": name,
             "x": x,
             "y": counts[status],
             "marker": {"color": STATUS_COLOURS.get(status, OTHER_COLOUR)},
             "customdata": [f.list_url(*_bucket_range(f, start), status=status) for start in starts],
-            "hovertemplate": f"{status}: %{{y}}<extra></extra>",
+            "hovertemplate": f"{name}: %{{y}}<extra></extra>",
         }
-        for status in statuses
+        for status, name in zip(statuses, names, strict=True)
     ]
+    if others:
+        traces.append(_others_trace("other statuses", x, others))
     traces.append(
         {"type": "scatter", "mode": "lines+markers", "name": "failure rate", "x": x, "y": rates,
          "yaxis": "y2", "line": {"color": STATUS_COLOURS["failed"], "dash": "dot"},
@@ -268,16 +439,10 @@ def throughput(f: DashboardFilters) -> ChartResult:
     figure = {
         "data": traces,
         "layout": _layout(
-            xaxis={"type": "date"},
-            yaxis={"title": "requests"},
-            yaxis2={
-                "overlaying": "y",
-                "side": "right",
-                "tickformat": ".0%",
-                "rangemode": "tozero",
-                "showgrid": False,
-            },
-        ),  # fmt: skip
+            xaxis=TIME_AXIS,
+            yaxis=_count_axis("requests", max(totals, default=0)),
+            yaxis2=_rate_axis(max((r for r in rates if r is not None), default=0)),
+        ),
     }
     data = {
         "bucket_ms": size,
@@ -288,11 +453,17 @@ def throughput(f: DashboardFilters) -> ChartResult:
                 "total": totals[i],
                 "failure_rate": rates[i],
             }
-            | {s: counts[s][i] for s in statuses}
+            | {name: counts[s][i] for s, name in zip(statuses, names, strict=True)}
+            | ({"other statuses": others[i]} if others else {})
             for i, start in enumerate(starts)
         ],  # fmt: skip
+        "off_axis": off_axis,
     }
-    return ChartResult(data, [figure])
+    notes = [
+        "Failure rate: failed requests ÷ all requests of the bucket (still processing included).",
+        *_off_axis_note(off_axis),
+    ]
+    return ChartResult(data, [figure], notes)
 
 
 # -- 3. Failures --------------------------------------------------------------------------------
@@ -300,39 +471,46 @@ def throughput(f: DashboardFilters) -> ChartResult:
 
 def failures(f: DashboardFilters) -> ChartResult:
     stage_counts: Counter = Counter()
-    by_signature: dict[tuple[str, str], list[int]] = {}
+    by_signature: dict[tuple, list[int]] = {}
     for _, _, stage, sig, n, _, last in f.facts("failure"):
         stage_counts[stage] += n
         seen = by_signature.setdefault((stage, sig), [0, last])
         seen[0], seen[1] = seen[0] + n, max(seen[1], last)
+    kept, hidden = _most(stage_counts, MAX_CATEGORIES)
     by_stage = sorted(
-        stage_counts.items(), key=lambda r: (STAGE_INDEX.get(r[0], len(STAGES)), r[0])
+        ((stage, stage_counts[stage]) for stage in kept),
+        key=lambda r: (STAGE_INDEX.get(r[0], len(STAGES)), key_order(r[0])),
     )
     top = sorted(by_signature.items(), key=lambda kv: (-kv[1][0], -kv[1][1]))[:TOP]
     signatures = [(stage, sig, count, last) for (stage, sig), (count, last) in top]
-    labels = [stage or "(no error_stage)" for stage, _ in by_stage]
+    urls = [f.list_url(status="failed", error_stage=stage) for stage, _ in by_stage]
+    counts = [count for _, count in by_stage]
     figure = {
         "data": [
             {
                 "type": "bar",
                 "name": "failures",
-                "x": labels,
-                "y": [count for _, count in by_stage],
+                "x": labels(stage for stage, _ in by_stage),
+                "y": counts,
                 "marker": {"color": STATUS_COLOURS["failed"]},
-                "customdata": [
-                    f.list_url(status="failed", error_stage=stage) if stage else None
-                    for stage, _ in by_stage
-                ],
+                "customdata": urls,
                 "hovertemplate": "%{x}: %{y} failures<extra></extra>",
             }
         ],
-        "layout": _layout(yaxis={"title": "failed requests"}, xaxis={"automargin": True}),
+        "layout": _layout(
+            yaxis=_count_axis("failed requests", max(counts, default=0)),
+            xaxis=_category_axis("error stage"),
+        ),
     }
     data = {
-        "by_stage": [{"error_stage": s or None, "count": c} for s, c in by_stage],
+        "by_stage": [
+            {"error_stage": s, "count": c, "url": url}
+            for (s, c), url in zip(by_stage, urls, strict=True)
+        ],
         "signatures": [
             {
-                "error_stage": stage or None,
+                "error_stage": stage,
+                "error_stage_label": value_label(stage),
                 "signature": sig,
                 "count": count,
                 "last_seen": last,
@@ -341,30 +519,60 @@ def failures(f: DashboardFilters) -> ChartResult:
             for stage, sig, count, last in signatures
         ],
     }
-    return ChartResult(data, [figure])
+    notes = _rest_note(len(stage_counts) - len(kept), "error stages", f" ({hidden:,} failures)")
+    return ChartResult(data, [figure], notes)
 
 
 # -- 4. Hook effectiveness ----------------------------------------------------------------------
 
 
+HOOK_STATES = ("matched", "fired", "handled", "shared")
+
+
+def _hook_notes(unattributed: Counter) -> list[str]:
+    notes = [
+        "Handled: hooks_handled is a number other than 0 and hooks_context names this hook"
+        ' ({"handled_by": …}). Shared: a handled request whose context names none of the hooks'
+        " that fired; each of them gets the shared credit, so shared counts add up to more than"
+        " the requests. Handle rate: (handled + shared) ÷ fired.",
+        "⚠ marks a hook that matches often but rarely fires, or fires but never handles.",
+    ]
+    if unattributed["handled, none fired"]:
+        notes.append(f"{unattributed['handled, none fired']:,} handled requests fired no hook.")
+    if unattributed["unreadable flag"]:
+        notes.append(
+            f"{unattributed['unreadable flag']:,} requests have an unreadable hooks_handled flag"
+            " (text, not a number): counted as not handled."
+        )
+    return notes
+
+
 def hooks(f: DashboardFilters) -> ChartResult:
-    counts: dict[str, dict[str, int]] = {}
+    counts: dict[str, Counter] = {}
+    unattributed: Counter = Counter()  # rows no hook can take, by why (rollups._hook_facts)
     for _, _, hook, state, n, _, _ in f.facts("hooks"):
-        counts.setdefault(hook, {"matched": 0, "fired": 0, "handled": 0})[state] += n
+        if hook is None:
+            unattributed[state] += n
+        else:
+            counts.setdefault(hook, Counter())[state] += n
+    kept, _ = _most({hook: c["matched"] + c["fired"] for hook, c in counts.items()},
+                    MAX_CATEGORIES)  # fmt: skip
     table = []
-    for hook, c in sorted(counts.items(), key=lambda kv: -kv[1]["matched"]):
+    for hook in kept:
+        c = {state: counts[hook][state] for state in HOOK_STATES}
+        credited = c["handled"] + c["shared"]
         fire_rate = c["fired"] / c["matched"] if c["matched"] else None
-        handle_rate = c["handled"] / c["fired"] if c["fired"] else None
+        handle_rate = credited / c["fired"] if c["fired"] else None
         rarely_fires = c["matched"] >= 5 and (fire_rate or 0) < 0.2
-        never_handles = c["fired"] >= 5 and not c["handled"]
+        never_handles = c["fired"] >= 5 and not credited
         table.append(
             {"hook": hook, **c, "fire_rate": fire_rate, "handle_rate": handle_rate,
              "weak": rarely_fires or never_handles,
-             "urls": {"matched": f.list_url(hook=hook),
-                      "fired": f.list_url(hook=hook, hook_state="fired"),
-                      "handled": f.list_url(hook=hook, hook_state="handled")}}
+             "urls": {"matched": f.list_url(hook=hook)}
+             | {state: f.list_url(hook=hook, hook_state=state) for state in HOOK_STATES[1:]}}
         )  # fmt: skip
-    names = [h["hook"] + (" ⚠" if h["weak"] else "") for h in table]
+    names = [n + (" ⚠" if h["weak"] else "") for n, h in zip(labels(kept), table, strict=True)]
+    peak = max((h[state] for h in table for state in HOOK_STATES), default=0)
     figure = {
         "data": [
             {
@@ -379,11 +587,16 @@ def hooks(f: DashboardFilters) -> ChartResult:
             }
             for key, colour in HOOK_COLOURS
         ],
-        "layout": _layout(barmode="group", height=max(260, 60 + 42 * len(table)),
-                          yaxis={"autorange": "reversed", "automargin": True}),
+        "layout": _layout(barmode="group", height=max(260, 80 + 56 * len(table)),
+                          xaxis=_count_axis("requests", peak),
+                          yaxis={"autorange": "reversed", "automargin": True,
+                                 "type": "category"}),
     }  # fmt: skip
-    notes = ["⚠ marks a hook that matches often but rarely fires, or fires but never handles."]
-    return ChartResult({"hooks": table}, [figure], notes)
+    notes = _hook_notes(unattributed)
+    notes += _rest_note(len(counts) - len(kept), "hooks", ", with fewer requests,")
+    data = {"hooks": table, "handled_no_hook_fired": unattributed["handled, none fired"],
+            "unreadable_handled_flag": unattributed["unreadable flag"]}  # fmt: skip
+    return ChartResult(data, [figure], notes)
 
 
 # -- 5. Sources and principals ------------------------------------------------------------------
@@ -391,7 +604,7 @@ def hooks(f: DashboardFilters) -> ChartResult:
 
 def _status_splits(f: DashboardFilters) -> dict[str, dict]:
     """Requests by source (all of them) and by principal (the top ones), split by status."""
-    by_source: dict[str, Counter] = {}
+    by_source: dict[object, Counter] = {}
     for _, _, source, status, count, _, _ in f.facts("source"):
         by_source.setdefault(source, Counter())[status] += count
     by_principal = rollups.top_keys(f.scope, f.plan, "principal", TOP)
@@ -401,45 +614,60 @@ def _status_splits(f: DashboardFilters) -> dict[str, dict]:
     }
 
 
-def _top(split: dict[str, dict[str, int]], limit: int | None) -> list:
-    """Keys by total requests, most first (ties by key), as the old ORDER BY 2 DESC, 1 did."""
-    keys = sorted(split, key=lambda k: (-sum(split[k].values()), str(k)))
-    return keys[:limit] if limit else keys
+def _split_figure(f: DashboardFilters, split: dict, keys: list, param: str, title: str) -> dict:
+    """Stacked bars of requests per key, by status, each linking to exactly its requests."""
+    by_status: Counter = Counter()
+    for k in keys:
+        by_status.update(split[k])
+    odd, _ = _most({s: n for s, n in by_status.items() if s not in STATUSES}, len(by_status))
+    statuses = [s for s in STATUSES if s in by_status] + odd
+    statuses, rest = statuses[:MAX_CATEGORIES], statuses[MAX_CATEGORIES:]
+    x = labels(keys)
+    peak = max((sum(split[k].values()) for k in keys), default=0)
+    traces = [
+        {
+            "type": "bar",
+            "name": name,
+            "x": x,
+            "y": [split[k].get(status, 0) for k in keys],
+            "marker": {"color": STATUS_COLOURS.get(status, OTHER_COLOUR)},
+            "customdata": [f.list_url(**{param: k, "status": status}) for k in keys],
+            "hovertemplate": f"%{{x}} {name}: %{{y}}<extra></extra>",
+        }
+        for status, name in zip(statuses, labels(statuses), strict=True)
+    ]
+    if rest:
+        others = [sum(split[k].get(s, 0) for s in rest) for k in keys]
+        traces.append(_others_trace("other statuses", x, others))
+    return {
+        "data": traces,
+        "layout": _layout(xaxis=_category_axis(title), yaxis=_count_axis("requests", peak)),
+    }
 
 
 def sources(f: DashboardFilters) -> ChartResult:
     figures, data = [], {}
     splits = _status_splits(f)
+    window_total = sum(sum(v.values()) for v in splits["event_source"].values())
+    notes = []
     for column, param, title, limit in (
-        ("event_source", "source", "event source", None),
+        ("event_source", "source", "event source", MAX_CATEGORIES),
         ("principal_id", "principal", "principal", TOP),
     ):
         split = splits[column]
-        keys = _top(split, limit)
-        statuses = [s for s in STATUSES if any(s in split[k] for k in keys)]
-        statuses += sorted({s for k in keys for s in split[k]} - set(STATUSES))
-        figures.append(
-            {
-                "data": [
-                    {
-                        "type": "bar",
-                        "name": status,
-                        "x": [str(k) for k in keys],
-                        "y": [split[k].get(status, 0) for k in keys],
-                        "marker": {"color": STATUS_COLOURS.get(status, OTHER_COLOUR)},
-                        "customdata": [f.list_url(**{param: k, "status": status}) for k in keys],
-                    }
-                    for status in statuses
-                ],
-                "layout": _layout(xaxis={"title": title, "automargin": True}),
-            }
-        )
+        keys, _ = _most({k: sum(v.values()) for k, v in split.items()}, limit)
+        figures.append(_split_figure(f, split, keys, param, title))
         data[column] = [
-            {column: k, "total": sum(split[k].values()), "by_status": split[k],
+            {column: k, "total": sum(split[k].values()),
+             "by_status": {value_label(s): n for s, n in split[k].items()},
              "failure_rate": split[k].get("failed", 0) / (sum(split[k].values()) or 1)}
             for k in keys
         ]  # fmt: skip
-    return ChartResult(data, figures, [f"Principals: the top {TOP} by requests."])
+        rest = window_total - sum(row["total"] for row in data[column])
+        if rest:
+            notes.append(f"{rest:,} more requests, from {title}s outside the top {limit},"
+                         " are not drawn.")  # fmt: skip
+    return ChartResult(data, figures, notes)
 
 
 # -- 6. Tokens ----------------------------------------------------------------------------------
@@ -447,54 +675,93 @@ def sources(f: DashboardFilters) -> ChartResult:
 
 def tokens(f: DashboardFilters) -> ChartResult:
     size = f.bucket_ms
-    starts, by_model = _series(f, "tokens", lambda row: (row[2], row[5]))  # model, token sum
-    models = sorted(by_model, key=lambda m: -sum(by_model[m]))
+    unreadable = Counter()
+
+    def model_and_tokens(row):  # and counts the requests whose token count is unreadable
+        if row[3] == "unreadable":
+            unreadable["requests"] += row[4]
+        return row[2], row[5]
+
+    starts, by_model, off_axis = _series(f, "tokens", model_and_tokens)
+    # A model whose requests all have unreadable token counts has no tokens to draw.
+    totals = {m: sum(v) for m, v in by_model.items() if any(v)}
+    models, _ = _most(totals, len(totals))
+    models, others = _bounded_series(by_model, models, len(starts))
+    x = _axis_times(starts)
+    names = labels(models)
+    traces = [
+        {"type": "bar", "name": name, "x": x, "y": by_model[model],
+         "customdata": [f.list_url(*_bucket_range(f, start), model=model) for start in starts],
+         "hovertemplate": f"{name}: %{{y:,}} tokens<extra></extra>"}
+        for model, name in zip(models, names, strict=True)
+    ]  # fmt: skip
+    if others:
+        traces.append(_others_trace("other models", x, others))
+    peak = max((sum(v[i] for v in by_model.values()) for i in range(len(starts))), default=0)
     figure = {
-        "data": [
-            {"type": "bar", "name": model, "x": _axis_times(starts), "y": by_model[model],
-             "customdata": [f.list_url(*_bucket_range(f, start), model=model)
-                            for start in starts],
-             "hovertemplate": f"{model}: %{{y:,}} tokens<extra></extra>"}
-            for model in models
-        ],
-        "layout": _layout(xaxis={"type": "date"}, yaxis={"title": "tokens"}),
-    }  # fmt: skip
-    data = {"bucket_ms": size, "models": {m: by_model[m] for m in models},
-            "bucket_starts": starts}  # fmt: skip
-    return ChartResult(data, [figure])
+        "data": traces,
+        "layout": _layout(xaxis=TIME_AXIS, yaxis=_count_axis("tokens", peak)),
+    }
+    by_name = {name: by_model[model] for model, name in zip(models, names, strict=True)}
+    if others:
+        by_name["other models"] = others
+    data = {"bucket_ms": size, "models": by_name, "bucket_starts": starts, "off_axis": off_axis}
+    notes = ["Tokens: agent_tokens_total of each request, where it is a whole number."]
+    if unreadable["requests"]:
+        notes.append(f"{unreadable['requests']:,} requests have a token count that is not a"
+                     " whole number (12.5, text): they add no tokens.")  # fmt: skip
+    notes += _off_axis_note(off_axis)
+    data["unreadable_token_counts"] = unreadable["requests"]
+    return ChartResult(data, [figure], notes)
 
 
 # -- 7. Delivery --------------------------------------------------------------------------------
 
+# What a delivery flag says (pipeline.flags.FLAG_STATES): series name, JSON name, colour.
+DELIVERY_STATES = (
+    ("yes", "delivered", "delivered", STATUS_COLOURS["completed"]),
+    ("no", "not delivered", "failed", STATUS_COLOURS["failed"]),
+    ("unknown", "no flag", "unknown", OTHER_COLOUR),
+    ("unreadable", "unreadable flag", "unreadable", STATUS_COLOURS["skipped"]),
+)
+
 
 def delivery(f: DashboardFilters) -> ChartResult:
-    by_channel: dict[str, Counter] = {}
+    by_channel: dict[object, Counter] = {}
     for _, _, channel, state, n, _, _ in f.facts("delivery"):
         by_channel.setdefault(channel, Counter())[state] += n
-    rows = [
-        (channel, c["yes"], c["no"], c["unknown"])
-        for channel, c in sorted(by_channel.items(), key=lambda kv: kv[0])
-    ]
-    channels = [str(r[0]) for r in rows]
+    kept, hidden = _most({c: sum(v.values()) for c, v in by_channel.items()}, MAX_CATEGORIES)
+    channels = sorted(kept, key=key_order)
+    x = labels(channels)
+    peak = max((sum(by_channel[c].values()) for c in channels), default=0)
     figure = {
         "data": [
-            {"type": "bar", "name": "delivered", "x": channels, "y": [r[1] for r in rows],
-             "marker": {"color": STATUS_COLOURS["completed"]},
-             "customdata": [f.list_url(channel=c, delivered="yes") for c in channels]},
-            {"type": "bar", "name": "not delivered", "x": channels, "y": [r[2] for r in rows],
-             "marker": {"color": STATUS_COLOURS["failed"]},
-             "customdata": [f.list_url(channel=c, delivered="no") for c in channels]},
+            {"type": "bar", "name": name, "x": x, "y": [by_channel[c][state] for c in channels],
+             "marker": {"color": colour},
+             "customdata": [f.list_url(channel=c, delivered=state) for c in channels],
+             "hovertemplate": f"%{{x}} {name}: %{{y}}<extra></extra>"}
+            for state, name, _, colour in DELIVERY_STATES
+            if any(by_channel[c][state] for c in channels)
         ],
-        "layout": _layout(yaxis={"title": "responses"}),
+        "layout": _layout(xaxis=_category_axis("channel"), yaxis=_count_axis("responses", peak)),
     }  # fmt: skip
-    data = {
-        "channels": [
-            {"channel": c, "delivered": ok, "failed": bad, "unknown": unknown,
-             "success_rate": ok / (ok + bad) if ok + bad else None}
-            for c, (_, ok, bad, unknown) in zip(channels, rows, strict=True)
-        ]
-    }  # fmt: skip
-    return ChartResult(data, [figure])
+    rows = []
+    for channel in channels:
+        c = by_channel[channel]
+        rows.append({"channel": channel} | {key: c[state] for state, _, key, _ in DELIVERY_STATES}
+                    | {"success_rate": c["yes"] / (c["yes"] + c["no"]) if c["yes"] + c["no"]
+                       else None})  # fmt: skip
+    notes = [
+        "A response: a request with a delivery channel or a delivery flag."
+        " Delivered: delivery_success is a number other than 0 (as SQLite reads it); not"
+        " delivered: 0; no flag: NULL. Success rate: delivered ÷ (delivered + not delivered).",
+    ]
+    unreadable = sum(c["unreadable"] for c in by_channel.values())
+    if unreadable:
+        notes.append(f"{unreadable:,} responses have an unreadable delivery flag (text, not a"
+                     " number): shown as “unreadable flag”.")  # fmt: skip
+    notes += _rest_note(len(by_channel) - len(kept), "channels", f" ({hidden:,} responses)")
+    return ChartResult({"channels": rows}, [figure], notes)
 
 
 CHARTS = {
@@ -513,3 +780,26 @@ CHARTS = {
         Chart("delivery", "Delivery", "Responses delivered or not, by channel.", delivery),
     )
 }  # fmt: skip
+
+
+def dashboard_data(f: DashboardFilters) -> dict:
+    """The dashboard's JSON twin: every chart's data for the same window and filters (a chart
+    that ran out of time says so in its place)."""
+    charts = {}
+    for slug, chart in CHARTS.items():
+        try:
+            result = chart.build(f)
+        except LedgerQueryTimeout as error:
+            charts[slug] = {"title": chart.title, "error": str(error)}
+        else:
+            charts[slug] = {"title": chart.title, "data": result.data, "notes": result.notes}
+    return {
+        "window": f.window,
+        "since": f.since_ms,
+        "until": f.until_ms,
+        "source": f.source or None,
+        "persona": f.persona or None,
+        "errors": f.errors,
+        "unsummarised_hours": f.unsummarised_hours(),
+        "charts": charts,
+    }

@@ -10,10 +10,15 @@ from django.utils import timezone
 
 from ledgerweb import sqlite
 from ledgerweb.timestamps import now_ms
+from pipeline.flags import FLAG_STATES, HANDLED_BY, NAMED_HANDLER_FIRED, flag_state
 from pipeline.models import NexusRequest
 from pipeline.signatures import SQL_FUNCTION
 
 WINDOWS = {"1h": 3_600_000, "24h": 86_400_000, "7d": 7 * 86_400_000, "30d": 30 * 86_400_000}
+
+# ?hook=…&hook_state=: the hook fired; fired and handled (hooks_context names it as the
+# handler); fired in a handled request that names no handler that fired (a shared credit).
+HOOK_STATES = ("fired", "handled", "shared")
 
 # Exact-match filters: query parameter → column.
 EXACT = {
@@ -68,8 +73,8 @@ class RequestFilters:
     q: str = ""  # text in the error message
     signature: str = ""  # masked error signature (with error_stage: "similar failures")
     hook: str = ""  # a hook name in hooks_matched
-    hook_state: str = ""  # "", "fired", "handled"
-    delivered: str = ""  # "", "yes", "no"
+    hook_state: str = ""  # "", or one of HOOK_STATES
+    delivered: str = ""  # "", or one of flags.FLAG_STATES
     window: str = ""  # one of WINDOWS, or "" for no window / custom
     since_ms: int | None = None
     until_ms: int | None = None
@@ -101,9 +106,12 @@ class RequestFilters:
             f.window = "custom"
         elif f.window in WINDOWS:
             f.since_ms = now_ms() - WINDOWS[f.window]
-        if f.hook_state not in ("", "fired", "handled"):
-            f.errors["hook_state"] = "hook_state is fired or handled"
+        if f.hook_state not in ("", *HOOK_STATES):
+            f.errors["hook_state"] = "hook_state is fired, handled or shared"
             f.hook_state = ""
+        if f.delivered not in ("", *FLAG_STATES):
+            f.errors["delivered"] = "delivered is " + ", ".join(FLAG_STATES)
+            f.delivered = ""
         return f
 
     def apply(self, qs, *, newest_first_walk: bool = False):
@@ -125,10 +133,14 @@ class RequestFilters:
         if self.hook:
             column = "hooks_matched" if self.hook_state == "" else "hooks_fired"
             qs = qs.filter(_sql(sqlite.json_array_has(column), self.hook))
-            if self.hook_state == "handled":
-                qs = qs.filter(hooks_handled=True)
+            if self.hook_state in ("handled", "shared"):
+                qs = qs.filter(_sql(f"{flag_state('hooks_handled')} = 'yes'"))
+            if self.hook_state == "handled":  # the hook hooks_context names as the handler
+                qs = qs.filter(_sql(f"{HANDLED_BY} = %s", self.hook))
+            elif self.hook_state == "shared":  # handled, naming no hook that fired
+                qs = qs.filter(_sql(f"NOT {NAMED_HANDLER_FIRED}"))
         if self.delivered:
-            qs = qs.filter(delivery_success=self.delivered == "yes")
+            qs = qs.filter(_sql(f"{flag_state('delivery_success')} = %s", self.delivered))
         if self.since_ms is not None:
             qs = qs.filter(started_at__gte=self.since_ms)
         if self.until_ms is not None:

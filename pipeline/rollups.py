@@ -28,6 +28,7 @@ from django.db import connections, transaction
 from ledgerweb import sqlite
 from ledgerweb.db import ledger_path_of
 from ledgerweb.timestamps import now_ms
+from pipeline.flags import HANDLED_BY, flag_state
 from pipeline.models import RollupFact, RollupHour, RollupTimings
 from pipeline.signatures import SQL_FUNCTION
 
@@ -52,24 +53,29 @@ FACTS = {
         FROM nexus_requests WHERE {{where}} GROUP BY 1, 2, 3, 4, 5""",
     "principal": f"""SELECT {_COLUMNS}, principal_id, status, count(*), NULL, NULL
         FROM nexus_requests WHERE {{where}} GROUP BY 1, 2, 3, 4, 5""",
-    "tokens": f"""SELECT {_COLUMNS}, coalesce(agent_model, '(none)'), NULL, count(*),
+    # Token counts that are not whole numbers (12.5, 'lots') add nothing, and say so (sub).
+    "tokens": f"""SELECT {_COLUMNS}, agent_model,
+            CASE WHEN typeof(agent_tokens_total) != 'integer' THEN 'unreadable' END, count(*),
             sum(CASE WHEN typeof(agent_tokens_total) = 'integer' THEN agent_tokens_total
                 ELSE 0 END), NULL
         FROM nexus_requests WHERE {{where}} AND agent_tokens_total IS NOT NULL
-        GROUP BY 1, 2, 3, 4""",
-    "delivery": f"""SELECT {_COLUMNS}, delivery_channel,
-            CASE WHEN delivery_success = 1 THEN 'yes' WHEN delivery_success = 0 THEN 'no'
-                 WHEN delivery_success IS NULL THEN 'unknown' END, count(*), NULL, NULL
-        FROM nexus_requests WHERE {{where}} AND delivery_channel IS NOT NULL
+        GROUP BY 1, 2, 3, 4, 5""",
+    # A response: a request with a delivery channel or a delivery flag (a channel may be NULL).
+    "delivery": f"""SELECT {_COLUMNS}, delivery_channel, {flag_state("delivery_success")},
+            count(*), NULL, NULL
+        FROM nexus_requests
+        WHERE {{where}} AND (delivery_channel IS NOT NULL OR delivery_success IS NOT NULL)
         GROUP BY 1, 2, 3, 4, 5""",
     # +status: the time range is the selective condition, not the status index (all failures).
-    "failure": f"""SELECT {_COLUMNS}, coalesce(error_stage, ''), {SQL_FUNCTION}(error_message),
+    "failure": f"""SELECT {_COLUMNS}, error_stage, {SQL_FUNCTION}(error_message),
             count(*), NULL, max(started_at)
         FROM nexus_requests WHERE {{where}} AND +status = 'failed' GROUP BY 1, 2, 3, 4, 5""",
-    # Hook columns are JSON arrays; charts.hook_facts turns these combinations into per-hook
-    # rows (matched / fired / handled) before they are stored or summed.
-    "hooks": f"""SELECT {_COLUMNS}, hooks_matched, hooks_fired, count(*), hooks_handled = 1, NULL
-        FROM nexus_requests WHERE {{where}} GROUP BY 1, 2, 3, 4, 5, 7""",
+    # Hook columns are JSON arrays; _hook_facts turns these combinations (with the handled flag
+    # and the hook hooks_context names as the handler) into per-hook rows before they are
+    # stored or summed.
+    "hooks": f"""SELECT {_COLUMNS}, hooks_matched, hooks_fired, count(*),
+            {flag_state("hooks_handled")}, {HANDLED_BY}
+        FROM nexus_requests WHERE {{where}} GROUP BY 1, 2, 3, 4, 5, 7, 8""",
 }
 TIMINGS = f"""SELECT {_COLUMNS}, item.key, item.value, count(*)
     FROM nexus_requests, {{items}} AS item
@@ -79,7 +85,9 @@ TIMINGS = f"""SELECT {_COLUMNS}, item.key, item.value, count(*)
 
 
 def _bucket(size: int) -> str:
-    return f"(started_at / {int(size)}) * {int(size)}"
+    # CAST: a REAL started_at (1795676400000.5: SQLite stores it in an INTEGER column) still
+    # falls in the whole-numbered bucket that holds it.
+    return f"(CAST(started_at AS INTEGER) / {int(size)}) * {int(size)}"
 
 
 def hook_names(raw) -> set[str]:
@@ -95,18 +103,24 @@ def hook_names(raw) -> set[str]:
 
 
 def _hook_facts(rows) -> list[tuple]:
-    """(matched, fired, handled) combinations → per-hook rows with sub matched / fired / handled.
+    """(matched, fired, handled flag, handler) combinations → per-hook rows with sub matched /
+    fired / handled (hooks_context names it, and it fired) / shared (a handled request naming
+    no fired handler: each fired hook shares the credit). Rows no hook can take (handled but
+    nothing fired, an unreadable flag) are kept under the key None, so the chart can say so.
     A window holds few distinct combinations, each parsed once here."""
     counts: Counter = Counter()
-    for bucket, source, persona, matched, fired, rows_n, handled, _ in rows:
+    for bucket, source, persona, matched, fired, rows_n, handled, handler in rows:
         fired_names = hook_names(fired)
-        for state, names in (
-            ("matched", hook_names(matched)),
-            ("fired", fired_names),
-            ("handled", fired_names if handled else set()),
-        ):
-            for hook in names:
-                counts[(bucket, source, persona, hook, state)] += rows_n
+        credit: list[tuple[str | None, str]] = [(hook, "matched") for hook in hook_names(matched)]
+        credit += [(hook, "fired") for hook in fired_names]
+        if handled == "yes" and handler in fired_names:
+            credit.append((handler, "handled"))
+        elif handled == "yes":
+            credit += [(hook, "shared") for hook in fired_names] or [(None, "handled, none fired")]
+        elif handled == "unreadable":
+            credit.append((None, "unreadable flag"))
+        for hook, state in credit:
+            counts[(bucket, source, persona, hook, state)] += rows_n
     return [(*group, n, None, None) for group, n in counts.items()]
 
 
@@ -236,8 +250,10 @@ def census(since_ms: int, until_ms: int) -> dict[int, int]:
     """The ledger's row count of each hour holding rows in [since, until), hour starts aligned:
     the index is probed for the next row after each hour, then counted over the hour (720 hours
     of a million rows: ~60 ms, where a GROUP BY over the index takes ~500 ms)."""
-    next_hour = f"""(SELECT min(started_at) FROM nexus_requests WHERE started_at >= {{}})
-        / {HOUR} * {HOUR}"""
+    # Bounded by `until` (a text started_at sorts after every number: unbounded, the probe
+    # would find it again and again), and CAST for a REAL started_at.
+    next_hour = f"""CAST((SELECT min(started_at) FROM nexus_requests
+        WHERE started_at >= {{}} AND started_at < {int(until_ms)}) AS INTEGER) / {HOUR} * {HOUR}"""
     return dict(
         sqlite.rows(
             f"""WITH RECURSIVE hour(start) AS (
@@ -412,14 +428,12 @@ def top_keys(scope: Scope, the_plan: Plan, kind: str, limit: int) -> dict[object
     `limit` kept keys that have no live ones, so it cannot make the top."""
     live: dict[object, Counter] = defaultdict(Counter)
     for _, _, key, sub, n, _, _ in facts(scope, the_plan.live_part(), kind):
-        if key is not None:
-            live[key][sub] += n
+        live[key][sub] += n  # NULL is a key too: requests with no principal are many
     stored: dict[object, int] = {}
     if the_plan.stored:
         need = limit + len(live)
         with _stored_facts(
-            scope, the_plan, kind, "key, sum(n)",
-            "AND key IS NOT NULL GROUP BY key ORDER BY 2 DESC",
+            scope, the_plan, kind, "key, sum(n)", "GROUP BY key ORDER BY 2 DESC"
         ) as cursor:  # fmt: skip
             lowest = 0
             for key, total in cursor:
@@ -428,24 +442,28 @@ def top_keys(scope: Scope, the_plan: Plan, kind: str, limit: int) -> dict[object
                 stored[key] = lowest = total
         missing = [key for key in live if key not in stored]
         if missing:  # live keys whose stored totals the cut left out
-            keys, key_params = sqlite.in_list(missing)
+            keys, key_params = _key_in(missing)
             with _stored_facts(
-                scope, the_plan, kind, "key, sum(n)", f"AND key IN {keys} GROUP BY key",
-                key_params,
+                scope, the_plan, kind, "key, sum(n)", f"AND {keys} GROUP BY key", key_params,
             ) as cursor:  # fmt: skip
                 stored.update(cursor.fetchall())
     totals = {k: stored.get(k, 0) + sum(live[k].values()) for k in stored.keys() | live.keys()}
     top = sorted(totals, key=lambda k: (-totals[k], str(k)))[:limit]
     result = {key: Counter(live.get(key, {})) for key in top}
     if the_plan.stored and top:
-        keys, key_params = sqlite.in_list(top)
+        keys, key_params = _key_in(top)
         with _stored_facts(
-            scope, the_plan, kind, "key, sub, sum(n)", f"AND key IN {keys} GROUP BY 1, 2",
-            key_params,
+            scope, the_plan, kind, "key, sub, sum(n)", f"AND {keys} GROUP BY 1, 2", key_params,
         ) as cursor:  # fmt: skip
             for key, sub, n in cursor:
                 result[key][sub] += n
     return result
+
+
+def _key_in(keys: list) -> tuple[str, list]:
+    """SQL selecting stored facts whose key is one of `keys`, None (NULL) included."""
+    values, params = sqlite.in_list([key for key in keys if key is not None])
+    return f"(key IN {values}{' OR key IS NULL' if None in keys else ''})", params
 
 
 @contextmanager

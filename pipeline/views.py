@@ -100,7 +100,16 @@ CHART_CSP = settings.SECURE_CSP | {"style-src": [CSP.SELF, CSP.UNSAFE_INLINE]}
 @require_GET
 def dashboard(request: HttpRequest) -> HttpResponse:
     filters = charts.DashboardFilters.from_query(request.GET)
-    ctx = {"filters": filters, "charts": charts.CHARTS, "windows": WINDOWS}
+    if wants_json(request):
+        return JsonResponse(charts.dashboard_data(filters))
+    ctx = {
+        "filters": filters,
+        "charts": charts.CHARTS,
+        "windows": WINDOWS,
+        # Said once, here: each chart builds missing hours as it loads, so a count in every
+        # card would differ from card to card.
+        "unsummarised_hours": filters.unsummarised_hours(),
+    }
     return render(request, "pipeline/dashboard.html", ctx)
 
 
@@ -119,12 +128,6 @@ def chart(request: HttpRequest, chart: str) -> HttpResponse:
         return render(request, "pipeline/chart.html", ctx | {"error": str(error)}, status=503)
     if wants_json(request):
         return JsonResponse(result.data, safe=False)
-    if (unsummarised := filters.unsummarised_hours()) > 2:
-        result.notes.append(
-            f"{unsummarised} hours of this window are not summarised yet and were read from the"
-            " ledger; they are summarised a second's worth per chart load, or all at once by"
-            " `manage.py ledger_rollup`."
-        )
     return render(request, "pipeline/chart.html", ctx | {"result": result})
 
 

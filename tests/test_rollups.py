@@ -62,6 +62,7 @@ def messy_requests(ledger, seed: int = 7) -> None:
             else None,
             error_message=f"timeout after {rng.randrange(9000)} ms for '{i}'"
             if status == "failed" else None,
+            hooks_context=rng.choice(['{"handled_by": "2fa"}', '{"handled_by": 3}', "{bad", None]),
         )  # fmt: skip
     ledger.request(started_at=BUSY_HOUR + 10, status="processing", stage="runAgent")
 
@@ -107,9 +108,11 @@ def test_the_rollups_keep_every_kind_of_junk_the_charts_show(viewer_client, ledg
     assert {"madeUpStage", "runAgent"} <= set(stages)
     assert stages["runAgent"]["min"] == 7.5 and stages["runAgent"]["max"] == 2500
     assert {h["hook"] for h in charts["hooks"]["hooks"]} == {"2fa", "quiet", "x"}
+    assert all(any(h[credit] for h in charts["hooks"]["hooks"]) for credit in ("handled", "shared"))
     assert charts["throughput"]["bucket_ms"] == H
     assert any("weird" in bucket for bucket in charts["throughput"]["buckets"])
-    assert {c["channel"] for c in charts["delivery"]["channels"]} == {"imessage", "email"}
+    # A delivery flag without a channel is a response too: channel None (NULL).
+    assert {c["channel"] for c in charts["delivery"]["channels"]} == {"imessage", "email", None}
     assert RollupFact.objects.filter(combined=True).exists()
     assert RollupFact.objects.filter(combined=False, source="gmail").exists()
 

@@ -1,0 +1,299 @@
+"""The dashboard's charts tell the truth on the odd data real ledgers hold: every row is counted
+somewhere (and the chart says where odd values went), every element links to a list of exactly
+the requests it counts, and no window, however absurd, makes a chart's work unbounded."""
+
+import html
+import json
+from urllib.parse import urlencode, urljoin
+
+import pytest
+from builders import LEDGER_DB, T0, parse_fragment, parse_html
+
+from pipeline.charts import CHARTS, MAX_BUCKETS, MAX_CATEGORIES
+
+pytestmark = LEDGER_DB
+H = 3_600_000
+SINCE, UNTIL = T0, T0 + 4 * H
+WINDOW = {"since": SINCE, "until": UNTIL}
+
+
+HOOKS = {"hooks_matched": '["otp", "spam"]', "hooks_fired": '["otp", "spam"]'}
+# Requests as other programs write them: REAL and text times, '' next to NULL (status and
+# event_source are NOT NULL in the schema: '' is their odd value), flags of 2 and 'true',
+# hooks_context naming (or not) the hook that handled, HTML and label look-alikes.
+ODD_REQUESTS = (
+    {"id": "frac", "started_at": T0 + H + 0.5, "agent_model": "sonnet", "agent_tokens_total": 700},
+    {"id": "text-time", "started_at": "2026-11-26 10:00"},  # never in a numeric window
+    {"id": "empty-keys", "started_at": T0 + 10, "status": "", "event_source": "",
+     "principal_id": "", "agent_model": "", "agent_tokens_total": 5, "delivery_channel": "",
+     "delivery_success": 1},
+    {"id": "null-keys", "started_at": T0 + 20, "principal_id": None, "agent_model": None,
+     "agent_tokens_total": 9, "delivery_channel": None, "delivery_success": 0},
+    {"id": "fail-empty-stage", "started_at": T0 + 30, "status": "failed", "error_stage": "",
+     "error_message": "boom 1"},
+    {"id": "fail-null-stage", "started_at": T0 + 40, "status": "failed", "error_stage": None},
+    {"id": "fail-run", "started_at": T0 + 2 * H, "status": "failed", "error_stage": "runAgent",
+     "error_message": "Rate limited: 429", "principal_id": "mom"},
+    {"id": "two", "started_at": T0 + 50, "delivery_channel": "imessage", "delivery_success": 2,
+     **HOOKS, "hooks_handled": 2, "hooks_context": '{"handled_by": "otp"}'},
+    {"id": "text-true", "started_at": T0 + 60, "delivery_channel": "imessage",
+     "delivery_success": "true", "hooks_matched": '["otp"]', "hooks_fired": '["otp"]',
+     "hooks_handled": "true"},
+    {"id": "shared", "started_at": T0 + 70, "delivery_channel": "imessage",
+     "delivery_success": 1, **HOOKS, "hooks_handled": 1, "hooks_context": '{"reply": false}'},
+    {"id": "none-fired", "started_at": T0 + 80, "hooks_matched": '["spam"]', "hooks_fired": "[]",
+     "hooks_handled": 1},
+    {"id": "html", "started_at": T0 + 3 * H, "principal_id": "<b>boss</b>",
+     "event_source": " padded ", "status": "<script>", "agent_model": "(none)",
+     "agent_tokens_total": 1},
+    {"id": "real-tokens", "started_at": T0 + 90, "agent_model": "sonnet",
+     "agent_tokens_total": 12.5},
+    {"id": "before", "started_at": T0 - 1},
+)  # fmt: skip
+
+
+@pytest.fixture
+def odd(ledger):
+    for fields in ODD_REQUESTS:
+        ledger.request(**fields)
+    return ledger
+
+
+def chart_url(slug: str, **params) -> str:
+    return f"/pipeline/charts/{slug}/?" + urlencode(WINDOW | params)
+
+
+def figures(page: str) -> list[dict]:
+    parts = page.split('data-figure="')[1:]
+    return [json.loads(html.unescape(part.split('"', 1)[0])) for part in parts]
+
+
+def elements(figure: dict):
+    """(trace name, category, value, url) of every bar of a figure."""
+    for trace in figure["data"]:
+        if trace["type"] != "bar":
+            continue
+        horizontal = trace.get("orientation") == "h"
+        values, categories = (trace["x"], trace["y"]) if horizontal else (trace["y"], trace["x"])
+        urls = trace.get("customdata") or [None] * len(values)
+        yield from zip([trace["name"]] * len(values), categories, values, urls, strict=True)
+
+
+def listed(client, page_url: str, href: str) -> dict:
+    """Follow a link as a browser would (resolved against the page), as the list's JSON twin."""
+    url = urljoin("http://testserver" + page_url, html.unescape(href))
+    answer = client.get(url + "&format=json").json()
+    assert not answer["filter_errors"], (href, answer["filter_errors"])
+    return answer
+
+
+def tokens_of(ledger, ids) -> int:
+    marks = ", ".join("?" for _ in ids)
+    rows = ledger.conn.execute(
+        f"SELECT agent_tokens_total FROM nexus_requests WHERE id IN ({marks})", list(ids)
+    ).fetchall()
+    return sum(t for (t,) in rows if isinstance(t, int))
+
+
+def test_a_fractional_started_at_is_counted_by_every_chart(viewer_client, odd):
+    for slug in CHARTS:
+        response = viewer_client.get(chart_url(slug, format="json"))
+        assert response.status_code == 200, slug
+    buckets = viewer_client.get(chart_url("throughput", format="json")).json()["buckets"]
+    assert sum(b["total"] for b in buckets) == 12  # every row of the window, "frac" included
+    models = viewer_client.get(chart_url("tokens", format="json")).json()["models"]
+    assert sum(models["sonnet"]) == 700
+
+
+@pytest.mark.parametrize("slug", [slug for slug in CHARTS if slug != "stage-timings"])
+def test_every_chart_element_lists_exactly_the_requests_it_counts(viewer_client, odd, slug):
+    """(Stage timings count timings, not requests: their bars select nothing.)"""
+    page_url = chart_url(slug)
+    for headers in ({}, {"HX-Request": "true"}):  # the card as the dashboard loads it, and bare
+        page = viewer_client.get(page_url, headers=headers).content.decode()
+        parse_fragment(page)
+        checked = 0
+        for figure in figures(page):
+            for name, category, value, url in elements(figure):
+                if not value:
+                    continue
+                assert url, (slug, name, category)  # every bar with requests is a way in
+                answer = listed(viewer_client, page_url, url)
+                if slug == "tokens":
+                    ids = [r["id"] for r in answer["requests"]]
+                    assert tokens_of(odd, ids) == value, (name, category, url)
+                else:
+                    assert answer["count"] == value, (slug, name, category, url)
+                checked += 1
+        assert checked, slug
+
+
+def test_empty_and_null_values_are_labelled_and_selected_apart(viewer_client, odd):
+    page = viewer_client.get(chart_url("sources")).content.decode()
+    by_source, by_principal = figures(page)
+    assert {"(empty)", '" padded "'} <= {c for _, c, n, _ in elements(by_source) if n}
+    bars = {(name, c): url for name, c, n, url in elements(by_principal) if n}
+    assert {"(empty)", "(none)", "<b>boss</b>"} <= {c for _, c in bars}
+    empty = listed(viewer_client, "/pipeline/", bars[("(empty)", "(empty)")])  # status ''
+    null = listed(viewer_client, "/pipeline/", bars[("completed", "(none)")])
+    assert [r["id"] for r in empty["requests"]] == ["empty-keys"]
+    assert sorted(r["id"] for r in null["requests"]) == [
+        "frac",
+        "none-fired",
+        "null-keys",
+        "real-tokens",
+        "shared",
+        "text-true",
+        "two",
+    ]
+    tokens = viewer_client.get(chart_url("tokens", format="json")).json()["models"]
+    assert {"(empty)", "(none)", '"(none)"'} <= set(tokens)  # a model named "(none)" is quoted
+
+
+def test_the_signature_and_hook_tables_link_to_their_counts(viewer_client, odd):
+    for slug in ("failures", "hooks"):
+        page = viewer_client.get(chart_url(slug)).content.decode()
+        rows = parse_fragment(page).findall(".//tbody/tr")
+        assert rows, slug
+        for row in rows:
+            for cell in row.findall("td"):
+                for link in cell.iter("a"):
+                    # A count links to its requests; a signature to those of its row's count.
+                    shown = cell if link.text else row.findall("td")[2]
+                    answer = listed(viewer_client, chart_url(slug), link.get("href"))
+                    assert answer["count"] == int("".join(shown.itertext())), link.get("href")
+
+
+def test_odd_flags_are_counted_and_the_chart_says_where_they_went(viewer_client, odd):
+    channels = viewer_client.get(chart_url("delivery", format="json")).json()["channels"]
+    imessage = next(c for c in channels if c["channel"] == "imessage")
+    assert (imessage["delivered"], imessage["unreadable"]) == (2, 1)  # 2 is true; 'true' is text
+    assert sum(sum(c[k] for k in ("delivered", "failed", "unknown", "unreadable"))
+               for c in channels) == 5  # fmt: skip
+    page = viewer_client.get(chart_url("delivery")).content.decode()
+    assert "1 responses have an unreadable delivery flag" in page
+    tokens = viewer_client.get(chart_url("tokens")).content.decode()
+    assert "1 requests have a token count that is not a whole number" in tokens
+    hooks = viewer_client.get(chart_url("hooks")).content.decode()
+    assert "1 requests have an unreadable hooks_handled flag" in hooks
+    assert "1 handled requests fired no hook" in hooks
+
+
+def test_the_hook_named_in_the_context_takes_the_credit_else_it_is_shared(viewer_client, odd):
+    data = viewer_client.get(chart_url("hooks", format="json")).json()["hooks"]
+    hooks = {h["hook"]: (h["fired"], h["handled"], h["shared"]) for h in data}
+    # "two": handled (2), context names otp. "shared": handled, context names none.
+    assert hooks == {"otp": (3, 1, 1), "spam": (2, 0, 1)}
+    assert "shared credit" in viewer_client.get(chart_url("hooks")).content.decode()
+
+
+@pytest.mark.parametrize(
+    "window",
+    [
+        {"since": 1, "until": 999_999_999_999_999},
+        {"since": 1, "until": "9999-12-31"},
+        {"since": T0 - 365 * 24 * H, "until": UNTIL},
+    ],
+)
+def test_any_window_draws_a_bounded_number_of_buckets(viewer_client, odd, window):
+    for slug in ("throughput", "tokens"):
+        response = viewer_client.get(f"/pipeline/charts/{slug}/?" + urlencode(window))
+        assert response.status_code == 200, slug
+        assert len(response.content) < 100_000
+        (figure,) = figures(response.content.decode())
+        assert all(len(trace["x"]) <= MAX_BUCKETS for trace in figure["data"])
+    data = viewer_client.get(
+        "/pipeline/charts/throughput/?" + urlencode(window | {"format": "json"})
+    ).json()
+    assert sum(b["total"] for b in data["buckets"]) + data["off_axis"] == 13  # "before" too
+
+
+def test_rows_dated_beyond_the_drawable_years_are_counted_in_a_note(viewer_client, odd):
+    odd.request(id="micro", started_at=1_795_676_400_000_000)  # µs, not ms: the year 58873
+    query = urlencode({"since": 1, "until": 10**17, "format": "json"})
+    data = viewer_client.get(f"/pipeline/charts/throughput/?{query}").json()
+    assert data["off_axis"] == 1
+    page = viewer_client.get(f"/pipeline/charts/throughput/?since=1&until={10**17}")
+    assert "1 requests of the window are dated before the year 1000 or after 9999" in (
+        page.content.decode()
+    )
+
+
+def test_many_distinct_values_are_drawn_up_to_a_bound_and_the_rest_is_said(viewer_client, ledger):
+    for i in range(MAX_CATEGORIES + 15):
+        ledger.request(
+            started_at=T0 + i,
+            event_source=f"source-{i:02d}",
+            status=f"status-{i:02d}",
+            stage_timings=json.dumps({f"made-up-{i:02d}": i}),
+            hooks_matched=json.dumps([f"hook-{i:02d}"]),
+            delivery_channel=f"channel-{i:02d}",
+            agent_model=f"model-{i:02d}",
+            agent_tokens_total=10,
+        )
+        ledger.request(started_at=T0 + H + i, status="failed", error_stage=f"stage-{i:02d}")
+    for slug in CHARTS:
+        page = viewer_client.get(chart_url(slug)).content.decode()
+        for figure in figures(page):
+            assert len(figure["data"]) <= MAX_CATEGORIES + 2, slug  # + other + failure rate
+            for trace in figure["data"]:
+                horizontal = trace.get("orientation") == "h"
+                over_time = figure["layout"]["xaxis"].get("type") == "date"  # x: buckets
+                if not over_time:
+                    assert len(trace["y"] if horizontal else trace["x"]) <= MAX_CATEGORIES, slug
+        assert "are not drawn" in page or slug in ("throughput", "tokens"), slug
+    throughput = viewer_client.get(chart_url("throughput")).content.decode()
+    (figure,) = figures(throughput)
+    assert len(figure["data"]) <= MAX_CATEGORIES + 2  # + "other statuses" + the failure rate
+    assert "other statuses" in {t["name"] for t in figure["data"]}
+
+
+def test_the_dashboard_has_a_json_twin_with_every_chart(viewer_client, odd):
+    page = viewer_client.get("/pipeline/?" + urlencode(WINDOW)).content.decode()
+    parse_html(page)
+    twin_link = page.split('All requests →</a> <a href="', 1)[1].split('"', 1)[0]
+    twin = viewer_client.get(urljoin("http://testserver/pipeline/", html.unescape(twin_link)))
+    assert twin["Content-Type"] == "application/json"
+    data = twin.json()
+    assert (data["since"], data["until"]) == (SINCE, UNTIL)
+    assert set(data["charts"]) == set(CHARTS)
+    throughput = viewer_client.get(chart_url("throughput", format="json")).json()
+    assert data["charts"]["throughput"]["data"] == throughput
+
+
+def test_chart_axes_count_in_whole_numbers_and_rates_in_round_percents(viewer_client, odd):
+    (figure,) = figures(viewer_client.get(chart_url("throughput")).content.decode())
+    requests, rate = figure["layout"]["yaxis"], figure["layout"]["yaxis2"]
+    assert requests["tickformat"] == ",d"
+    assert rate["range"][0] == 0 and rate["range"][1] in (0.5, 1.0) and rate["tickformat"] == ".0%"
+    (figure,) = figures(viewer_client.get(chart_url("failures")).content.decode())
+    assert figure["layout"]["yaxis"]["dtick"] == 1  # one failure a stage: no "0.2 failures"
+    for figure in figures(viewer_client.get(chart_url("stage-timings")).content.decode()):
+        assert figure["layout"]["yaxis"]["ticksuffix"] == " ms"
+
+
+def test_the_dashboard_says_once_how_many_hours_are_not_summarised(viewer_client, odd, monkeypatch):
+    from pipeline import rollups
+
+    monkeypatch.setattr(rollups, "BUILD_BUDGET_S", 0)  # nothing gets built
+    query = urlencode({"since": T0 - 48 * H, "until": UNTIL})
+    page = viewer_client.get(f"/pipeline/?{query}").content.decode()
+    assert page.count("hours of this window are not summarised") == 1
+    assert "`" not in page.split("not summarised", 1)[1].split("</p>", 1)[0]
+    for slug in CHARTS:
+        card = viewer_client.get(f"/pipeline/charts/{slug}/?{query}").content.decode()
+        assert "not summarised" not in card
+
+
+def test_the_list_a_bar_leads_to_says_what_it_selects(viewer_client, odd):
+    page_url = chart_url("delivery")
+    (figure,) = figures(viewer_client.get(page_url).content.decode())
+    bars = {(name, c): url for name, c, n, url in elements(figure) if n}
+    unreadable = bars[("unreadable flag", "imessage")]
+    landing = viewer_client.get(urljoin("http://testserver" + page_url, unreadable))
+    assert "1 request" in landing.content.decode()
+    assert "with an unreadable delivery flag" in landing.content.decode()
+    (figure,) = figures(viewer_client.get(chart_url("hooks")).content.decode())
+    shared = {(name, c): url for name, c, n, url in elements(figure) if n}[("shared", "spam")]
+    landing = viewer_client.get(shared, headers={"HX-Request": "true"}).content.decode()
+    assert "<html" not in landing and "shares the credit" in landing
