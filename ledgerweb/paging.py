@@ -33,7 +33,7 @@ def list_envelope(filters, page) -> dict:
     """The part of a list's JSON twin that says what was asked and where the next page is."""
     return {
         "filters": filters.as_query(),
-        "filter_errors": filters.errors,
+        "errors": filters.errors,  # parameter → what is wrong with it (ledgerweb.params)
         "count": page.count.value,
         "count_capped": page.count.capped,
         "next": page.next_cursor,

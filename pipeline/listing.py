@@ -45,28 +45,23 @@ class RequestPage:
     next_cursor: str | None
 
 
-def request_page(f: RequestFilters, after: str = "") -> tuple[RequestPage, str | None]:
-    """A page of requests and, when the cursor is unusable, why it was ignored."""
+def request_page(f: RequestFilters) -> RequestPage:
+    """A page of requests, after the filters' keyset cursor if they have one."""
     count = capped(f.queryset(), COUNT_CAP)
     # Past the cap the matches are common: walk the newest rows instead of sorting them all.
     qs = f.queryset(newest_first_walk=count.capped)
-    problem = None
-    if after:
-        stamp, _, last_id = after.partition(":")
-        if stamp.lstrip("-").isdigit():
-            stamp = int(stamp)
-            qs = qs.filter(Q(started_at__lt=stamp) | Q(started_at=stamp, id__lt=last_id))
-        else:
-            problem = "that page link is broken; showing the newest requests"
+    if f.after:
+        stamp, last_id = f.after
+        qs = qs.filter(Q(started_at__lt=stamp) | Q(started_at=stamp, id__lt=last_id))
     # Only the columns a row shows: snapshots and stacks can be large.
     found = list(qs.order_by("-started_at", "-id").only(*LIST_COLUMNS)[: PAGE_SIZE + 1])
     more = len(found) > PAGE_SIZE
     found = found[:PAGE_SIZE]
     cursor = f"{found[-1].started_at}:{found[-1].id}" if more else None
-    return RequestPage([RequestRow(r) for r in found], count, cursor), problem
+    return RequestPage([RequestRow(r) for r in found], count, cursor)
 
 
-def newer_page(f: RequestFilters, newer_than: int) -> RequestPage:
+def newer_page(f: RequestFilters, newer_than: int | float) -> RequestPage:
     """Rows that started after `newer_than`, newest first: what live mode adds on top."""
     qs = f.queryset().filter(started_at__gt=newer_than).order_by("-started_at", "-id")
     found = list(qs.only(*LIST_COLUMNS)[:PAGE_SIZE])

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from ledgerweb.db import LEDGER
 from ledgerweb.paging import capped
+from ledgerweb.params import choice, cursor, iso_date, read, reject, text
 from ledgerweb.sqlite import CappedCount
 from ledgerweb.text import first_line
 from sessions.kinds import FORK, KINDS, MAIN, SUBAGENT, RoutingKey
@@ -34,33 +35,32 @@ class SessionFilters:
     since: date | None = None
     until: date | None = None
     sort: str = "activity"
-    after: str = ""  # keyset cursor: "<timestamp>:<id>" of the last row of the previous page
+    after: tuple[int | float, str] | None = None  # keyset cursor: (timestamp, id) of a last row
     errors: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_query(cls, params) -> "SessionFilters":
+        errors: dict[str, str] = {}
+
+        def value(name: str, parse=text) -> str:
+            return read(params, name, parse, errors) or ""
+
         f = cls(
-            q=params.get("q", "").strip(),
-            persona=params.get("persona", "").strip(),
-            status=params.get("status", "").strip(),
-            channel=params.get("channel", "").strip(),
-            kind=params.get("kind", "").strip(),
-            sort=params.get("sort", "activity"),
-            after=params.get("after", ""),
+            q=value("q"),
+            persona=value("persona"),
+            status=value("status"),
+            channel=value("channel"),
+            kind=value("kind", choice(*KINDS)),
+            since=read(params, "since", iso_date, errors),
+            until=read(params, "until", iso_date, errors),
+            sort=read(params, "sort", choice(*SORTS), errors, "sorted by last activity")
+            or "activity",
+            after=read(params, "after", cursor, errors, "showing the first page"),
+            errors=errors,
         )
-        if f.sort not in SORTS:
-            f.errors["sort"] = f"unknown sort {f.sort!r}; sorted by last activity"
-            f.sort = "activity"
-        if f.kind and f.kind not in KINDS:
-            f.errors["kind"] = f"unknown kind {f.kind!r}; choose main, subagent or fork"
-            f.kind = ""
-        for name in ("since", "until"):
-            raw = params.get(name, "").strip()
-            if raw:
-                try:
-                    setattr(f, name, date.fromisoformat(raw))
-                except ValueError:
-                    f.errors[name] = f"{raw!r} is not a date (YYYY-MM-DD)"
+        if f.since and f.until and f.until < f.since:
+            reject(params, "until", "before since", errors)
+            f.until = None
         return f
 
     def as_query(self, **changes) -> dict[str, str]:
@@ -81,6 +81,13 @@ class SessionFilters:
 def _day_start_ms(day: date) -> int:
     moment = timezone.make_aware(datetime.combine(day, time.min))
     return int(moment.timestamp() * 1000)
+
+
+def _day_end_ms(day: date) -> int:
+    """Where a day ends: the next one's start (a day with a clock change is 23 or 25 hours)."""
+    if day == date.max:
+        return _day_start_ms(day) + 86_400_000
+    return _day_start_ms(day + timedelta(days=1))
 
 
 def filtered_sessions(f: SessionFilters):
@@ -109,19 +116,15 @@ def filtered_sessions(f: SessionFilters):
     if f.since:
         qs = qs.filter(**{f"{column}__gte": _day_start_ms(f.since)})
     if f.until:
-        qs = qs.filter(**{f"{column}__lt": _day_start_ms(f.until + timedelta(days=1))})
+        qs = qs.filter(**{f"{column}__lt": _day_end_ms(f.until)})
     return qs
 
 
 def _apply_cursor(qs, f: SessionFilters):
-    column = SORTS[f.sort]
-    stamp, _, last_id = f.after.partition(":")
-    try:
-        stamp = int(stamp)
-    except ValueError:
-        if f.after:
-            f.errors["after"] = "that page link is broken; showing the first page"
+    if f.after is None:
         return qs
+    column = SORTS[f.sort]
+    stamp, last_id = f.after
     return qs.filter(Q(**{f"{column}__lt": stamp}) | Q(**{column: stamp, "id__lt": last_id}))
 
 

@@ -80,8 +80,9 @@ def test_a_bad_filter_value_is_explained_not_an_error(viewer_client, sessions):
     response = viewer_client.get("/sessions/?since=yesterday&kind=robot&sort=size")
     assert response.status_code == 200
     page = response.content.decode()
-    assert "&#x27;yesterday&#x27; is not a date" in page
-    assert "unknown kind" in page and "unknown sort" in page
+    assert "since=yesterday: not a date; give YYYY-MM-DD; this filter is not applied" in page
+    assert "kind=robot: choose main, subagent or fork" in page
+    assert "sort=size: choose activity or created; sorted by last activity" in page
 
 
 def test_rows_show_turns_branches_and_the_heads_question(viewer_client, ledger):

@@ -1,0 +1,164 @@
+"""Every query parameter of every view, read strictly: a hostile value is never a 500, and a bad
+value is said, in one wording, inline on the page and in its JSON twin (`errors`), or as a 400
+where no page makes sense. Never a filter silently dropped."""
+
+import pytest
+from builders import LEDGER_DB, T0, parse_fragment, parse_html
+
+from pipeline.charts import CHARTS
+
+pytestmark = LEDGER_DB
+
+HOSTILE = {
+    "superscript two": "²",  # str.isdigit() says yes, int() says no
+    "30 digits": "9" * 30,  # int() reads it; SQLite cannot hold it
+    "the last day": "9999-12-31",  # a date whose next day does not exist
+    "minus one": "-1",
+    "1e999": "1e999",  # float() says inf
+    "NUL byte": "a\x00b",
+    "10 KB": "x" * 10_000,
+    "hex": "0x10",
+}
+
+# Parameters that filter a list or a window: a bad value is reported inline, with a 200.
+# Text filters accept any text but a 10 KB one; the others accept none of the hostile values but
+# the last day of 9999 as a date or a time.
+TIME = ("since", "until")
+REQUEST_FILTERS = ("q", "status", "source", "persona", "signature", "hook", "source__exact")
+INLINE = {
+    "/pipeline/requests/": {
+        "text": REQUEST_FILTERS,
+        "strict": ("window", "hook_state", "delivered", "after", "status__isnull"),
+        "time": TIME,
+    },
+    "/pipeline/": {"text": ("source", "persona"), "strict": ("window",), "time": TIME},
+    "/sessions/": {
+        "text": ("q", "persona", "status", "channel"),
+        "strict": ("kind", "sort", "after"),
+        "time": TIME,
+    },
+}
+for slug in CHARTS:  # the dashboard's filters, read by the same code: the window is enough
+    INLINE[f"/pipeline/charts/{slug}/"] = {"strict": ("window",), "time": TIME}
+# Parameters that have no sensible page when bad: a 400 that names them.
+REFUSED = {
+    "/pipeline/requests/": ("newer", "live"),
+    "/pipeline/": ("refresh",),
+    "/sessions/S1/": ("unfold",),
+    "/sessions/S1/turns/T1/": ("unfold",),
+    "/sessions/S1/turns/T1/thread/": ("all",),
+    "/sessions/S1/turns/T1/export.json": ("download",),
+    "/sessions/S1/compare/": ("a", "b"),
+}
+
+
+def _is_bad(path: str, name: str, kind: str, value: str) -> bool:
+    if kind == "text":
+        return len(value) > 1000
+    if kind == "time":
+        charted = path.startswith("/pipeline/") and path != "/pipeline/requests/"
+        # A chart's window ends now at the latest: one that starts in 9999 is empty.
+        return value != "9999-12-31" or (charted and name == "since")
+    return True
+
+
+@pytest.fixture
+def small_ledger(ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    ledger.set_head(s, t, t)
+    ledger.request(id="R1", started_at=T0)
+    return ledger
+
+
+INLINE_CASES = [
+    pytest.param(path, name, kind, value, id=f"{path} {name}={label}")
+    for path, kinds in INLINE.items()
+    for kind, names in kinds.items()
+    for name in names
+    for label, value in HOSTILE.items()
+]
+
+
+@pytest.mark.parametrize(("path", "name", "kind", "value"), INLINE_CASES)
+def test_a_hostile_filter_is_read_or_reported_never_a_500(
+    viewer_client, small_ledger, path, name, kind, value
+):
+    page = viewer_client.get(path, {name: value})
+    assert page.status_code == 200
+    data = viewer_client.get(path, {name: value, "format": "json"})
+    if path == "/pipeline/":  # the dashboard's data is its charts' JSON
+        said = _notices(page.content.decode())
+    elif path.startswith("/pipeline/charts/"):  # the dashboard around it shows the notices
+        said = data.json()["errors"]
+    else:
+        said = _notices(page.content.decode())
+        assert data.json()["errors"] == said
+    if _is_bad(path, name, kind, value):
+        assert said[name].startswith(f"{name}=")
+    else:
+        assert name not in said
+
+
+def _notices(page: str) -> dict[str, str]:
+    """The parameter notices of a page (templates/param_errors.html), as the reader sees them."""
+    tree = parse_html(page) if page.lstrip().startswith("<!doctype") else parse_fragment(page)
+    notices = tree.iterfind(".//p[@data-param]")
+    # The page shows a control character as its picture (ControlCharactersMiddleware).
+    return {p.get("data-param"): p.text.replace("\u2400", "\x00") for p in notices}
+
+
+@pytest.mark.parametrize(
+    ("path", "name", "value"),
+    [
+        pytest.param(path, name, value, id=f"{path} {name}={label}")
+        for path, names in REFUSED.items()
+        for name in names
+        for label, value in HOSTILE.items()
+    ],
+)
+def test_a_hostile_flag_or_cursor_is_a_400_that_names_it(
+    viewer_client, small_ledger, path, name, value
+):
+    if name in ("a", "b") and len(value) <= 1000:
+        return  # any text names a turn to compare; none of these exist, which the page says
+    if name == "newer" and value == "-1":
+        return  # a time like any other (of a row written by a broken clock)
+    page = viewer_client.get(path, {name: value})
+    assert page.status_code == 400
+    assert f"{name}=" in page.content.decode()
+    parse_html(page.content)
+    data = viewer_client.get(path, {name: value, "format": "json"})
+    assert data.status_code == 400 and data.json()["errors"][name].startswith(f"{name}=")
+    if path == "/sessions/S1/turns/T1/":
+        return  # its htmx answer is the turn's panel, which does not unfold anything
+    partial = viewer_client.get(path, {name: value}, headers={"HX-Request": "true"})
+    assert partial.status_code == 400 and "<html" not in partial.content.decode()
+    parse_fragment(partial.content)
+
+
+def test_a_bad_window_or_time_is_said_on_the_request_list_as_on_the_session_list(
+    viewer_client, small_ledger
+):
+    requests = viewer_client.get("/pipeline/requests/?window=99y&since=abc")
+    said = _notices(requests.content.decode())
+    assert said == {
+        "window": "window=99y: choose 1h, 24h, 7d or 30d; this filter is not applied",
+        "since": "since=abc: not a time; give Unix milliseconds or YYYY-MM-DDTHH:MM;"
+        " this filter is not applied",
+    }
+    sessions = viewer_client.get("/sessions/?since=abc")
+    assert _notices(sessions.content.decode()) == {
+        "since": "since=abc: not a date; give YYYY-MM-DD; this filter is not applied"
+    }
+
+
+def test_a_window_that_ends_before_it_starts_is_said(viewer_client, small_ledger):
+    requests = viewer_client.get(f"/pipeline/requests/?since={T0}&until={T0 - 1}&format=json")
+    assert requests.json()["errors"] == {
+        "until": f"until={T0 - 1}: not after since; this filter is not applied"
+    }
+    sessions = viewer_client.get("/sessions/?since=2025-11-24&until=2025-11-23&format=json")
+    assert sessions.json()["errors"] == {
+        "until": "until=2025-11-23: before since; this filter is not applied"
+    }
