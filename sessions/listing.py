@@ -23,6 +23,16 @@ PAGE_SIZE = 50
 COUNT_CAP = 10_000
 SORTS = {"activity": "updated_at", "created": "created_at"}
 HIDDEN_STATUSES = ("archived", "deleted")
+# The Status select beside its default, "not archived" (every status but HIDDEN_STATUSES). No
+# "active": in most ledgers it lists the very sessions the default lists. Any status still works
+# from the address (?status=active), and the select then shows it.
+STATUS_CHOICES = (*HIDDEN_STATUSES, "all")
+
+
+def status_choices(selected: str) -> list[str]:
+    if selected in ("", *STATUS_CHOICES):
+        return list(STATUS_CHOICES)
+    return [selected, *STATUS_CHOICES]
 
 
 @dataclass

@@ -19,7 +19,7 @@ from sessions.calls_html import tool_calls_html
 from sessions.detail import TurnInfo, load_tree, turn_info
 from sessions.kinds import FORK, KINDS
 from sessions.list_rows import session_rows_html
-from sessions.listing import SessionFilters, session_page
+from sessions.listing import SessionFilters, session_page, status_choices
 from sessions.models import Session
 from sessions.page import tree_items
 from sessions.rows_html import tree_rows_html
@@ -54,7 +54,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
             for c in sqlite.distinct_prefixes("sessions", "routing_key", limit=100)
             if c not in ("subagent", "fork")
         ],
-        "statuses": ["active", "archived", "deleted", "all"],
+        "statuses": status_choices(filters.status),
         "kinds": KINDS,
     }
     template = "sessions/list.html"

@@ -162,3 +162,32 @@ def test_rows_show_each_session_escaped_and_link_to_it(viewer_client, ledger):
     assert row.find("td/span").get("class") == "kind kind-subagent"
     assert "<img src=x" not in page
     assert viewer_client.get(link.get("href")).status_code == 200
+
+
+def _status_options(page: bytes) -> list[tuple[str, str, bool]]:
+    select = parse_html(page).find(".//select[@id='f-status']")
+    return [(o.get("value"), o.text, o.get("selected") is not None) for o in select]
+
+
+def test_no_two_status_options_list_the_same_sessions(viewer_client, ledger):
+    for status in ("active", "archived", "deleted"):
+        ledger.session(id=f"S-{status}", status=status)
+    listed_by = {}
+    for value, label, _ in _status_options(viewer_client.get("/sessions/").content):
+        # Following the option as the form does: the option comes back selected.
+        page = viewer_client.get("/sessions/", {"status": value}).content
+        assert [o[0] for o in _status_options(page) if o[2]] == ([value] if value else [])
+        listed_by[label] = tuple(listed(viewer_client, f"status={value}"))
+    assert listed_by == {
+        "not archived": ("S-active",),
+        "archived": ("S-archived",),
+        "deleted": ("S-deleted",),
+        "all": ("S-deleted", "S-archived", "S-active"),
+    }
+
+
+def test_a_status_from_the_address_is_shown_selected(viewer_client, ledger):
+    ledger.session(id="S-paused", status="paused")
+    page = viewer_client.get("/sessions/?status=paused").content
+    assert ("paused", "paused", True) in _status_options(page)
+    assert listed(viewer_client, "status=paused") == ["S-paused"]
