@@ -191,3 +191,53 @@ def test_a_status_from_the_address_is_shown_selected(viewer_client, ledger):
     page = viewer_client.get("/sessions/?status=paused").content
     assert ("paused", "paused", True) in _status_options(page)
     assert listed(viewer_client, "status=paused") == ["S-paused"]
+
+
+@pytest.fixture
+def family(ledger):
+    """Chats on two channels, with forks and subagents, and routing keys that lead nowhere."""
+    ledger.session(id="S-chat", routing_key="imessage:+1555:default")
+    ledger.session(id="S-mail", routing_key="gmail:a@example.com:inbox")
+    ledger.session(id="S-fork", routing_key="fork:S-chat:S-fork")
+    ledger.session(id="S-sub-of-fork", routing_key="subagent:S-fork:toolu_1")
+    ledger.session(id="S-fork-of-mail", routing_key="fork:S-mail:S-fork-of-mail")
+    ledger.session(id="S-dangling", routing_key="fork:nowhere:S-dangling")
+    ledger.session(id="S-loop-a", routing_key="fork:S-loop-b:S-loop-a")
+    ledger.session(id="S-loop-b", routing_key="fork:S-loop-a:S-loop-b")
+    return ledger
+
+
+def test_the_channel_filter_keeps_the_forks_and_subagents_of_its_sessions(viewer_client, family):
+    page = viewer_client.get("/sessions/").content
+    options = parse_html(page).iterfind(".//select[@id='f-channel']/option")
+    assert [o.get("value") for o in options] == ["", "gmail", "imessage"]
+    # Choosing iMessage in the form: its chat, the chat's fork and the fork's subagent.
+    chosen = viewer_client.get("/sessions/", {"channel": "imessage"}).content.decode()
+    for session_id in ("S-chat", "S-fork", "S-sub-of-fork"):
+        assert f'href="/sessions/{session_id}/"' in chosen
+    assert "3 sessions" in chosen
+    assert sorted(listed(viewer_client, "channel=imessage")) == [
+        "S-chat",
+        "S-fork",
+        "S-sub-of-fork",
+    ]
+    assert sorted(listed(viewer_client, "channel=gmail")) == ["S-fork-of-mail", "S-mail"]
+
+
+def test_the_channel_filter_is_one_bounded_query_on_a_page(
+    viewer_client, family, django_assert_max_num_queries
+):
+    for i in range(60):  # more forks than a page, each its own origin's
+        family.session(id=f"S-fork-{i:02d}", routing_key=f"fork:S-chat:S-fork-{i:02d}")
+    with django_assert_max_num_queries(8, connection=connections[LEDGER]):
+        viewer_client.get("/sessions/?channel=imessage")
+
+
+def test_a_common_channel_walks_the_newest_sessions_and_finds_the_same_ones(
+    viewer_client, family, monkeypatch
+):
+    indexed = listed(viewer_client, "channel=imessage")
+    monkeypatch.setattr("sessions.listing.COUNT_CAP", 2)  # three sessions: now "common"
+    data = viewer_client.get("/sessions/?channel=imessage&format=json").json()
+    assert data["count_capped"] is True
+    assert [s["id"] for s in data["sessions"]] == indexed
