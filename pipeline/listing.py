@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from django.db.models import Q
+from django.db.models import Q, Value
 
 from ledgerweb.paging import capped
 from ledgerweb.sqlite import CappedCount
@@ -52,6 +52,8 @@ def request_page(f: RequestFilters) -> RequestPage:
     qs = f.queryset(newest_first_walk=count.capped)
     if f.after:
         stamp, last_id = f.after
+        # Value(): as written, where the field would round a REAL time to an integer.
+        stamp = Value(stamp)
         qs = qs.filter(Q(started_at__lt=stamp) | Q(started_at=stamp, id__lt=last_id))
     # Only the columns a row shows: snapshots and stacks can be large.
     found = list(qs.order_by("-started_at", "-id").only(*LIST_COLUMNS)[: PAGE_SIZE + 1])

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 
 from django.db import connections
-from django.db.models import BooleanField, Q
+from django.db.models import BooleanField, Q, Value
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
@@ -177,6 +177,7 @@ def _apply_cursor(qs, f: SessionFilters):
         return qs
     column = SORTS[f.sort]
     stamp, last_id = f.after
+    stamp = Value(stamp)  # as written, where the field would round a REAL time to an integer
     return qs.filter(Q(**{f"{column}__lt": stamp}) | Q(**{column: stamp, "id__lt": last_id}))
 
 

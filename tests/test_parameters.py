@@ -162,3 +162,22 @@ def test_a_window_that_ends_before_it_starts_is_said(viewer_client, small_ledger
     assert sessions.json()["errors"] == {
         "until": "until=2025-11-23: before since; this filter is not applied"
     }
+
+
+@pytest.mark.parametrize("path", ["/pipeline/requests/", "/sessions/"])
+def test_pages_chain_across_a_row_whose_time_is_a_real_number(viewer_client, ledger, path):
+    for i in range(60):  # REAL where INTEGER is declared: the first page ends on a fraction
+        stamp = T0 + i + 0.5
+        if path == "/sessions/":
+            ledger.session(id=f"S{i:02d}", updated_at=stamp)
+        else:
+            ledger.request(id=f"R{i:02d}", started_at=stamp)
+    first = viewer_client.get(f"{path}?format=json").json()
+    assert "." in first["next"]
+    second = viewer_client.get(path, {"format": "json", "after": first["next"]}).json()
+    assert second["errors"] == {}
+    rows = first.get("requests", first.get("sessions")) + second.get(
+        "requests", second.get("sessions")
+    )
+    ids = [r["id"] for r in rows]
+    assert len(ids) == len(set(ids)) == 60
