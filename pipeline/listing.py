@@ -65,6 +65,6 @@ def request_page(f: RequestFilters) -> RequestPage:
 
 def newer_page(f: RequestFilters, newer_than: int | float) -> RequestPage:
     """Rows that started after `newer_than`, newest first: what live mode adds on top."""
-    qs = f.queryset().filter(started_at__gt=newer_than).order_by("-started_at", "-id")
+    qs = f.queryset().filter(started_at__gt=Value(newer_than)).order_by("-started_at", "-id")
     found = list(qs.only(*LIST_COLUMNS)[:PAGE_SIZE])
     return RequestPage([RequestRow(r) for r in found], CappedCount(len(found), False), None)

@@ -181,3 +181,12 @@ def test_pages_chain_across_a_row_whose_time_is_a_real_number(viewer_client, led
     )
     ids = [r["id"] for r in rows]
     assert len(ids) == len(set(ids)) == 60
+
+
+def test_live_mode_does_not_repeat_a_row_whose_time_is_a_real_number(viewer_client, ledger):
+    ledger.request(id="R-shown", started_at=T0 + 0.5)  # the newest row on the page
+    ledger.request(id="R-new", started_at=T0 + 1)
+    body = viewer_client.get(
+        f"/pipeline/requests/?newer={T0 + 0.5}", headers={"HX-Request": "true"}
+    ).content.decode()
+    assert "R-new" in body and "R-shown" not in body
