@@ -11,6 +11,8 @@ hold, and date arithmetic overflows at year 9999, so every number is checked aga
 its use can hold.
 """
 
+import json
+import math
 import re
 from collections.abc import Callable
 from datetime import date, datetime
@@ -150,15 +152,46 @@ def sqlite_number(raw: str) -> int | float:
     raise Invalid("not a number")
 
 
-def cursor(raw: str) -> tuple[int | float, str]:
-    """A keyset page link, "<timestamp>:<id>" of the last row of the previous page."""
+# A keyset cursor: the time (as the ledger holds it) and the id of the last row of a page.
+Cursor = tuple[int | float | str, str]
+
+
+def cursor(raw: str) -> Cursor:
+    """A keyset page link (ledgerweb.paging.page_cursor): "<time>:<id>" of the last row of the
+    previous page, or the JSON pair [time, id] when that time is REAL or text."""
+    if raw.startswith("["):
+        return _json_cursor(raw)
     stamp, colon, last_id = raw.partition(":")
     if not colon:
-        raise Invalid("not a page link ledgerweb wrote")
+        raise Invalid(NOT_A_PAGE_LINK)
     try:
         return sqlite_number(stamp), last_id
     except Invalid as error:
-        raise Invalid("not a page link ledgerweb wrote") from error
+        raise Invalid(NOT_A_PAGE_LINK) from error
+
+
+NOT_A_PAGE_LINK = "not a page link ledgerweb wrote"
+
+
+def _json_cursor(raw: str) -> Cursor:
+    try:
+        stamp, last_id = json.loads(raw)
+    except (ValueError, TypeError) as error:  # not JSON, not a pair
+        raise Invalid(NOT_A_PAGE_LINK) from error
+    if not (isinstance(last_id, str) and _is_ledger_time(stamp)):
+        raise Invalid(NOT_A_PAGE_LINK)
+    return stamp, last_id
+
+
+def _is_ledger_time(stamp) -> bool:
+    """What a row's time can be: text, or a number SQLite holds (not a bool, inf or NaN)."""
+    if isinstance(stamp, bool):
+        return False
+    if isinstance(stamp, int):
+        return abs(stamp) <= SQLITE_INT
+    if isinstance(stamp, float):
+        return math.isfinite(stamp)
+    return isinstance(stamp, str)
 
 
 # -- Bad parameters where no page makes sense: 400 ---------------------------------------------

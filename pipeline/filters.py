@@ -8,6 +8,7 @@ from django.db.models.expressions import RawSQL
 
 from ledgerweb import sqlite
 from ledgerweb.params import (
+    Cursor,
     choice,
     cursor,
     moment_ms,
@@ -93,7 +94,7 @@ class RequestFilters:
     window: str = ""  # one of WINDOWS, "custom" (since/until), or "" for all time
     since_ms: int | None = None
     until_ms: int | None = None
-    after: tuple[int | float, str] | None = None  # keyset cursor: (started_at, id) of a last row
+    after: Cursor | None = None  # where the previous page ended
     errors: dict[str, str] = field(default_factory=dict)
 
     @classmethod

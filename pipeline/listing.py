@@ -2,9 +2,9 @@
 
 from dataclasses import dataclass
 
-from django.db.models import Q, Value
+from django.db.models import Value
 
-from ledgerweb.paging import capped
+from ledgerweb.paging import capped, keyset_page
 from ledgerweb.sqlite import CappedCount
 from ledgerweb.text import first_line
 from ledgerweb.timestamps import elapsed_ms
@@ -49,17 +49,9 @@ def request_page(f: RequestFilters) -> RequestPage:
     """A page of requests, after the filters' keyset cursor if they have one."""
     count = capped(f.queryset(), COUNT_CAP)
     # Past the cap the matches are common: walk the newest rows instead of sorting them all.
-    qs = f.queryset(newest_first_walk=count.capped)
-    if f.after:
-        stamp, last_id = f.after
-        # Value(): as written, where the field would round a REAL time to an integer.
-        stamp = Value(stamp)
-        qs = qs.filter(Q(started_at__lt=stamp) | Q(started_at=stamp, id__lt=last_id))
     # Only the columns a row shows: snapshots and stacks can be large.
-    found = list(qs.order_by("-started_at", "-id").only(*LIST_COLUMNS)[: PAGE_SIZE + 1])
-    more = len(found) > PAGE_SIZE
-    found = found[:PAGE_SIZE]
-    cursor = f"{found[-1].started_at}:{found[-1].id}" if more else None
+    qs = f.queryset(newest_first_walk=count.capped).only(*LIST_COLUMNS)
+    found, cursor = keyset_page(qs, "started_at", f.after, PAGE_SIZE)
     return RequestPage([RequestRow(r) for r in found], count, cursor)
 
 

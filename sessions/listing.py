@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 
 from django.db import connections
-from django.db.models import BooleanField, Q, Value
+from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from ledgerweb import sqlite
 from ledgerweb.db import LEDGER
-from ledgerweb.paging import capped
-from ledgerweb.params import choice, cursor, iso_date, read, reject, text
+from ledgerweb.paging import capped, keyset_page
+from ledgerweb.params import Cursor, choice, cursor, iso_date, read, reject, text
 from ledgerweb.sqlite import CappedCount
 from ledgerweb.text import first_line
 from sessions.kinds import FORK, KINDS, MAIN, SUBAGENT, RoutingKey
@@ -47,7 +47,7 @@ class SessionFilters:
     since: date | None = None
     until: date | None = None
     sort: str = "activity"
-    after: tuple[int | float, str] | None = None  # keyset cursor: (timestamp, id) of a last row
+    after: Cursor | None = None  # where the previous page ended
     errors: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -172,15 +172,6 @@ def _of_channel(channel: str, *, newest_first_walk: bool = False) -> RawSQL:
     return RawSQL(" OR ".join(branches), params, output_field=BooleanField())
 
 
-def _apply_cursor(qs, f: SessionFilters):
-    if f.after is None:
-        return qs
-    column = SORTS[f.sort]
-    stamp, last_id = f.after
-    stamp = Value(stamp)  # as written, where the field would round a REAL time to an integer
-    return qs.filter(Q(**{f"{column}__lt": stamp}) | Q(**{column: stamp, "id__lt": last_id}))
-
-
 @dataclass
 class SessionRow:
     session: Session
@@ -215,14 +206,9 @@ def session_page(f: SessionFilters) -> SessionPage:
     # created_at has none) instead of sorting them all.
     walk = count.capped and column == "updated_at"
     qs = filtered_sessions(f, newest_first_walk=walk)
-    page_qs = _apply_cursor(qs, f).order_by(f"-{column}", "-id")
-    sessions = list(page_qs[: PAGE_SIZE + 1])
-    has_more = len(sessions) > PAGE_SIZE
-    sessions = sessions[:PAGE_SIZE]
+    sessions, cursor = keyset_page(qs, column, f.after, PAGE_SIZE)
     rows = [SessionRow(s) for s in sessions]
     _fill_row_numbers(rows)
-    last = sessions[-1] if has_more else None
-    cursor = f"{getattr(last, column)}:{last.id}" if last else None
     return SessionPage(rows, count, cursor)
 
 

@@ -2,6 +2,9 @@
 value is said, in one wording, inline on the page and in its JSON twin (`errors`), or as a 400
 where no page makes sense. Never a filter silently dropped."""
 
+import re
+from urllib.parse import urljoin
+
 import pytest
 from builders import LEDGER_DB, T0, parse_fragment, parse_html
 
@@ -190,3 +193,51 @@ def test_live_mode_does_not_repeat_a_row_whose_time_is_a_real_number(viewer_clie
         f"/pipeline/requests/?newer={T0 + 0.5}", headers={"HX-Request": "true"}
     ).content.decode()
     assert "R-new" in body and "R-shown" not in body
+
+
+ODD_TIMES = (
+    [T0 + i for i in range(40)]
+    + [T0 + i + 0.5 for i in range(20)]  # REAL
+    + [f"2025-11-24T10:00:{i:02d}" for i in range(60)]  # ISO text, sorted after the numbers:
+    + ["", "yesterday"]  # the first page ends on a text time
+)
+
+
+@pytest.fixture(params=["/pipeline/requests/", "/sessions/"])
+def odd_list(request, ledger):
+    path = request.param
+    for i, stamp in enumerate(ODD_TIMES):
+        if path == "/sessions/":
+            ledger.session(id=f"X{i:03d}", updated_at=stamp)
+        else:
+            ledger.request(id=f"X{i:03d}", started_at=stamp)
+    return path
+
+
+def test_pages_reach_every_row_whatever_its_time(viewer_client, odd_list):
+    seen, after = [], None
+    for _ in range(10):
+        query = {"format": "json"} | ({"after": after} if after else {})
+        data = viewer_client.get(odd_list, query).json()
+        assert data["errors"] == {}
+        seen += [r["id"] for r in data.get("requests", data.get("sessions"))]
+        after = data["next"]
+        if after is None:
+            break
+    assert sorted(seen) == [f"X{i:03d}" for i in range(len(ODD_TIMES))]
+    assert len(seen) == len(set(seen))
+
+
+def test_the_older_link_follows_a_text_time_as_a_person_would(viewer_client, odd_list):
+    page = viewer_client.get(odd_list)
+    link = parse_html(page.content).find(".//tr[@class='more']//a")
+    url = urljoin(odd_list, link.get("href"))
+    first = _row_links(page.content.decode())
+    for headers in ({}, {"HX-Request": "true"}):
+        older = viewer_client.get(url, headers=headers).content.decode()
+        assert 'data-param="after"' not in older
+        assert _row_links(older) and not first & _row_links(older)
+
+
+def _row_links(page: str) -> set[str]:
+    return set(re.findall(r'href="/(?:pipeline/requests|sessions)/(X\d{3})/"', page))
