@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from django.db.models import Value
 
 from ledgerweb.paging import capped, keyset_page
+from ledgerweb.params import SQLITE_INT
 from ledgerweb.sqlite import CappedCount
 from ledgerweb.text import first_line
 from ledgerweb.timestamps import elapsed_ms
@@ -57,6 +58,9 @@ def request_page(f: RequestFilters) -> RequestPage:
 
 def newer_page(f: RequestFilters, newer_than: int | float) -> RequestPage:
     """Rows that started after `newer_than`, newest first: what live mode adds on top."""
-    qs = f.queryset().filter(started_at__gt=Value(newer_than)).order_by("-started_at", "-id")
+    # Numbers only: SQLite sorts a text time (odd data) after every number, so it would be
+    # "newer" than any row and come back on every poll. Value(): a REAL time as written.
+    qs = f.queryset().filter(started_at__gt=Value(newer_than), started_at__lte=Value(SQLITE_INT))
+    qs = qs.order_by("-started_at", "-id")
     found = list(qs.only(*LIST_COLUMNS)[:PAGE_SIZE])
     return RequestPage([RequestRow(r) for r in found], CappedCount(len(found), False), None)

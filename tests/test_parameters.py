@@ -241,3 +241,13 @@ def test_the_older_link_follows_a_text_time_as_a_person_would(viewer_client, odd
 
 def _row_links(page: str) -> set[str]:
     return set(re.findall(r'href="/(?:pipeline/requests|sessions)/(X\d{3})/"', page))
+
+
+def test_live_mode_does_not_bring_back_a_row_whose_time_is_text(viewer_client, ledger):
+    ledger.request(id="R-text", started_at="2025-11-24T10:00:00")  # sorts above every number
+    ledger.request(id="R-shown", started_at=T0)
+    ledger.request(id="R-new", started_at=T0 + 1)
+    body = viewer_client.get(
+        f"/pipeline/requests/?newer={T0}", headers={"HX-Request": "true"}
+    ).content.decode()
+    assert "R-new" in body and "R-text" not in body
