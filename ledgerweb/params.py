@@ -218,7 +218,14 @@ def strict(params, name: str, parse: Callable, default=None):
 def bad_request(request: HttpRequest, error: BadParameter) -> HttpResponse:
     if wants_json(request):
         return JsonResponse({"errors": {error.name: str(error)}}, status=400)
-    ctx = {"title": "That address has a bad parameter", "message": str(error)}
+    # The way on: the same page without the parameter.
+    rest = request.GET.copy()
+    rest.pop(error.name, None)
+    link = {
+        "url": request.path + (f"?{rest.urlencode()}" if rest else ""),
+        "text": f"Open the page without {error.name}",
+    }
+    ctx = {"title": "That address has a bad parameter", "message": str(error), "link": link}
     template = (
         "ledger_error.html#message" if getattr(request, "htmx", False) else "ledger_error.html"
     )

@@ -127,10 +127,14 @@ def test_a_hostile_flag_or_cursor_is_a_400_that_names_it(
         return  # any text names a turn to compare; none of these exist, which the page says
     if name == "newer" and value == "-1":
         return  # a time like any other (of a row written by a broken clock)
-    page = viewer_client.get(path, {name: value})
+    page = viewer_client.get(path, {name: value, "keep": "me"})
     assert page.status_code == 400
     assert f"{name}=" in page.content.decode()
-    parse_html(page.content)
+    # The way on: the same page without that parameter (and with the others).
+    link = parse_html(page.content).find(".//section[@role='alert']//a")
+    assert link.text == f"Open the page without {name}"
+    assert link.get("href") == f"{path}?keep=me"
+    assert viewer_client.get(urljoin(path, link.get("href"))).status_code == 200
     data = viewer_client.get(path, {name: value, "format": "json"})
     assert data.status_code == 400 and data.json()["errors"][name].startswith(f"{name}=")
     if path == "/sessions/S1/turns/T1/":
