@@ -34,6 +34,9 @@ OTHER_COLOUR = "#8a8f98"
 HOOK_COLOURS = (("matched", "#8a8f98"), ("fired", "#2b8fd9"), ("handled", "#2f9e68"))
 TOP = 10
 DEFAULT_WINDOW = "24h"
+# The longest window a chart draws: 60 buckets of 30 days (see bucket_ms). Longer ones would
+# draw thousands of empty buckets (since=0&until=9999-12-31: 97,000 of them, 10 MB).
+MAX_SPAN_DAYS = 60 * 30
 
 
 @dataclass
@@ -68,6 +71,11 @@ class DashboardFilters:
         if f.window not in WINDOWS and f.window != "custom":  # all time is too long to chart
             f.window = DEFAULT_WINDOW
             f.since_ms, f.until_ms = window_bounds(DEFAULT_WINDOW, now_ms())
+        if f.until_ms - f.since_ms > MAX_SPAN_DAYS * 24 * HOUR:  # since=0&until=9999-12-31
+            days = f"{MAX_SPAN_DAYS:,} days"
+            why = f"more than {days} before the window's end"
+            reject(params, "since", why, f.errors, f"showing the last {days}")
+            f.since_ms = f.until_ms - MAX_SPAN_DAYS * 24 * HOUR
         return f
 
     @cached_property

@@ -255,3 +255,17 @@ def test_live_mode_does_not_bring_back_a_row_whose_time_is_text(viewer_client, l
         f"/pipeline/requests/?newer={T0}", headers={"HX-Request": "true"}
     ).content.decode()
     assert "R-new" in body and "R-text" not in body
+
+
+def test_a_chart_window_is_at_most_1800_days_long(viewer_client, small_ledger):
+    response = viewer_client.get(
+        "/pipeline/charts/throughput/?since=0&until=9999-12-31&format=json"
+    )
+    data = response.json()
+    assert data["errors"] == {
+        "since": "since=0: more than 1,800 days before the window's end;"
+        " showing the last 1,800 days"
+    }
+    assert len(data["buckets"]) <= 61 and len(response.content) < 100_000
+    page = viewer_client.get("/pipeline/?since=0&until=9999-12-31").content.decode()
+    assert _notices(page) == {"since": data["errors"]["since"]}
