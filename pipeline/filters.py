@@ -10,7 +10,6 @@ from ledgerweb import sqlite
 from ledgerweb.params import (
     Cursor,
     choice,
-    cursor,
     moment_ms,
     read,
     read_as_is,
@@ -94,7 +93,7 @@ class RequestFilters:
     window: str = ""  # one of WINDOWS, "custom" (since/until), or "" for all time
     since_ms: int | None = None
     until_ms: int | None = None
-    after: Cursor | None = None  # where the previous page ended
+    after: Cursor | None = None  # where the previous page ended (the list view reads it)
     errors: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -115,7 +114,6 @@ class RequestFilters:
             else default_window,
             since_ms=read(params, "since", moment_ms, errors),
             until_ms=read(params, "until", moment_ms, errors),
-            after=read(params, "after", cursor, errors, "showing the newest requests"),
             errors=errors,
         )  # fmt: skip
         if f.since_ms is not None and f.until_ms is not None and f.until_ms <= f.since_ms:

@@ -6,7 +6,7 @@ from django.views.decorators.csp import csp_override
 from django.views.decorators.http import require_GET
 
 from ledgerweb.http import wants_json
-from ledgerweb.params import answers_bad_parameters, choice, sqlite_number, strict
+from ledgerweb.params import answers_bad_parameters, choice, cursor, sqlite_number, strict
 from ledgerweb.sqlite import LedgerQueryTimeout
 from pipeline import charts, json_twins
 from pipeline.detail import load_request, similar_query
@@ -42,6 +42,8 @@ HIDDEN_FIELDS = {
 @answers_bad_parameters
 def request_list(request: HttpRequest) -> HttpResponse:
     filters = RequestFilters.from_query(request.GET)
+    # Page links are written by the list itself: a broken one has no sensible page (400).
+    filters.after = strict(request.GET, "after", cursor)
     live = strict(request.GET, "live", choice("1", "0"), default="0") == "1"
     newer = strict(request.GET, "newer", sqlite_number)
     if newer is not None:

@@ -15,7 +15,7 @@ from django.utils import timezone
 from ledgerweb import sqlite
 from ledgerweb.db import LEDGER
 from ledgerweb.paging import capped, keyset_page
-from ledgerweb.params import Cursor, choice, cursor, iso_date, read, reject, text
+from ledgerweb.params import Cursor, choice, iso_date, read, reject, text
 from ledgerweb.sqlite import CappedCount
 from ledgerweb.text import first_line
 from sessions.kinds import FORK, KINDS, MAIN, SUBAGENT, RoutingKey
@@ -47,7 +47,7 @@ class SessionFilters:
     since: date | None = None
     until: date | None = None
     sort: str = "activity"
-    after: Cursor | None = None  # where the previous page ended
+    after: Cursor | None = None  # where the previous page ended (the list view reads it)
     errors: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -67,7 +67,6 @@ class SessionFilters:
             until=read(params, "until", iso_date, errors),
             sort=read(params, "sort", choice(*SORTS), errors, "sorted by last activity")
             or "activity",
-            after=read(params, "after", cursor, errors, "showing the first page"),
             errors=errors,
         )
         if f.since and f.until and f.until < f.since:

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 from ledgerweb import sqlite
 from ledgerweb.html_parts import IdUrls, css_name
 from ledgerweb.http import wants_json
-from ledgerweb.params import answers_bad_parameters, choice, strict, text
+from ledgerweb.params import answers_bad_parameters, choice, cursor, strict, text
 from ledgerweb.text import show_json
 from sessions import compare as comparing
 from sessions import export as exporting
@@ -39,8 +39,11 @@ def _get_session(session_id: str) -> Session:
 
 
 @require_GET
+@answers_bad_parameters
 def session_list(request: HttpRequest) -> HttpResponse:
     filters = SessionFilters.from_query(request.GET)
+    # Page links are written by the list itself: a broken one has no sensible page (400).
+    filters.after = strict(request.GET, "after", cursor)
     page = session_page(filters)
     if wants_json(request):
         return JsonResponse(json_twins.session_list(filters, page))

@@ -31,13 +31,13 @@ REQUEST_FILTERS = ("q", "status", "source", "persona", "signature", "hook", "sou
 INLINE = {
     "/pipeline/requests/": {
         "text": REQUEST_FILTERS,
-        "strict": ("window", "hook_state", "delivered", "after", "status__isnull"),
+        "strict": ("window", "hook_state", "delivered", "status__isnull"),
         "time": TIME,
     },
     "/pipeline/": {"text": ("source", "persona"), "strict": ("window",), "time": TIME},
     "/sessions/": {
         "text": ("q", "persona", "status", "channel"),
-        "strict": ("kind", "sort", "after"),
+        "strict": ("kind", "sort"),
         "time": TIME,
     },
 }
@@ -45,7 +45,8 @@ for slug in CHARTS:  # the dashboard's filters, read by the same code: the windo
     INLINE[f"/pipeline/charts/{slug}/"] = {"strict": ("window",), "time": TIME}
 # Parameters that have no sensible page when bad: a 400 that names them.
 REFUSED = {
-    "/pipeline/requests/": ("newer", "live"),
+    "/pipeline/requests/": ("newer", "live", "after"),
+    "/sessions/": ("after",),
     "/pipeline/": ("refresh",),
     "/sessions/S1/": ("unfold",),
     "/sessions/S1/turns/T1/": ("unfold",),
