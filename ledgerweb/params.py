@@ -96,9 +96,11 @@ def choice(*options: str, unlisted: tuple[str, ...] = ()) -> Callable[[str], str
     """One of `options` (or of `unlisted`: values our own links write, which people need not)."""
 
     def parse(raw: str) -> str:
-        if raw not in options and raw not in unlisted:
-            raise Invalid("choose " + ", ".join(options[:-1]) + " or " + options[-1])
-        return raw
+        if raw in options or raw in unlisted:
+            return raw
+        if len(options) == 1:  # a flag
+            raise Invalid(f"give {options[0]} or leave it out")
+        raise Invalid("choose " + ", ".join(options[:-1]) + " or " + options[-1])
 
     return parse
 

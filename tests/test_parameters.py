@@ -270,3 +270,17 @@ def test_a_chart_window_is_at_most_1800_days_long(viewer_client, small_ledger):
     assert len(data["buckets"]) <= 61 and len(response.content) < 100_000
     page = viewer_client.get("/pipeline/?since=0&until=9999-12-31").content.decode()
     assert _notices(page) == {"since": data["errors"]["since"]}
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("/pipeline/?refresh=yes", "refresh=yes: give 1 or leave it out"),
+        ("/pipeline/requests/?live=on", "live=on: choose 1 or 0"),
+        ("/sessions/S1/?unfold=everything", "unfold=everything: give all or leave it out"),
+    ],
+)
+def test_a_bad_flag_says_what_it_takes(viewer_client, small_ledger, url, said):
+    page = viewer_client.get(url)
+    assert page.status_code == 400
+    assert parse_html(page.content).find(".//section[@role='alert']/p").text == said
