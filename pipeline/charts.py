@@ -17,7 +17,7 @@ import numpy as np
 from django.urls import reverse
 from django.utils import timezone
 
-from ledgerweb.params import reject
+from ledgerweb.params import NOT_APPLIED, problem, reject
 from ledgerweb.timestamps import ms_to_datetime, now_ms
 from pipeline import rollups
 from pipeline.filters import WINDOWS, RequestFilters, window_bounds
@@ -37,6 +37,8 @@ DEFAULT_WINDOW = "24h"
 # The longest window a chart draws: 60 buckets of 30 days (see bucket_ms). Longer ones would
 # draw thousands of empty buckets (since=0&until=9999-12-31: 97,000 of them, 10 MB).
 MAX_SPAN_DAYS = 60 * 30
+# The list's filters the charts apply (the rollups are kept per source and persona).
+CHART_FILTERS = {"window", "since", "until", "source", "persona", "source__exact", "persona__exact"}
 
 
 @dataclass
@@ -53,6 +55,11 @@ class DashboardFilters:
         """The list's filters, read the same way (so a preset window is the same instants on
         both pages, see filters.window_bounds), with the last 24 hours when none is given."""
         request_filters = RequestFilters.from_query(params, default_window=DEFAULT_WINDOW)
+        for name, value in request_filters.as_query().items():
+            if name not in CHART_FILTERS:  # ?status=failed: said, never silently dropped
+                request_filters.errors[name] = problem(
+                    name, value, "the charts do not filter by this", NOT_APPLIED
+                )
         f = cls(
             window=request_filters.window,
             since_ms=request_filters.since_ms,

@@ -284,3 +284,11 @@ def test_a_bad_flag_says_what_it_takes(viewer_client, small_ledger, url, said):
     page = viewer_client.get(url)
     assert page.status_code == 400
     assert parse_html(page.content).find(".//section[@role='alert']/p").text == said
+
+
+def test_a_list_filter_the_charts_cannot_apply_is_said_not_dropped(viewer_client, small_ledger):
+    said = "status=failed: the charts do not filter by this; this filter is not applied"
+    page = viewer_client.get("/pipeline/?status=failed&source=imessage").content.decode()
+    assert _notices(page) == {"status": said}
+    chart = viewer_client.get("/pipeline/charts/throughput/?status=failed&format=json").json()
+    assert chart["errors"] == {"status": said}
