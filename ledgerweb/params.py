@@ -32,7 +32,7 @@ FIRST_DAY = date(1970, 1, 1)
 SQLITE_INT = 2**63 - 1  # SQLite's INTEGER is a signed 64-bit number
 NOT_APPLIED = "this filter is not applied"
 
-_DIGITS = re.compile(r"[0-9]{1,20}")  # ASCII only: str.isdigit() also says yes to "²" and "١"
+_DIGITS = re.compile(r"[0-9]+")  # ASCII only: str.isdigit() also says yes to "²" and "١"
 _INTEGER = re.compile(r"-?[0-9]{1,20}")
 _NUMBER = re.compile(r"-?[0-9]{1,20}(\.[0-9]{1,20})?")
 _DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -109,7 +109,7 @@ def moment_ms(raw: str) -> int:
     """A time as Unix milliseconds, or as an ISO date and time (the site's time zone unless the
     value names one), from 1970 to 9999."""
     if _DIGITS.fullmatch(raw):
-        ms = int(raw)
+        ms = int(raw) if len(raw) <= len(str(MAX_MS)) else MAX_MS + 1  # int() of 10 KB raises
     elif _MOMENT.fullmatch(raw):
         ms = _iso_ms(raw)
     else:
@@ -122,11 +122,11 @@ def moment_ms(raw: str) -> int:
 def _iso_ms(raw: str) -> int:
     try:
         moment = datetime.fromisoformat(raw)
-    except ValueError as error:  # 2025-02-30, 25:00
+        if timezone.is_naive(moment):
+            moment = timezone.make_aware(moment)
+        return round(moment.timestamp() * 1000)
+    except (ValueError, OverflowError) as error:  # 2025-02-30, 25:00, the edges of time
         raise Invalid("no such date or time") from error
-    if timezone.is_naive(moment):
-        moment = timezone.make_aware(moment)
-    return round(moment.timestamp() * 1000)
 
 
 def iso_date(raw: str) -> date:
@@ -156,6 +156,7 @@ def sqlite_number(raw: str) -> int | float:
 
 # A keyset cursor: the time (as the ledger holds it) and the id of the last row of a page.
 Cursor = tuple[int | float | str, str]
+NOT_A_PAGE_LINK = "not a page link ledgerweb wrote"
 
 
 def cursor(raw: str) -> Cursor:
@@ -170,9 +171,6 @@ def cursor(raw: str) -> Cursor:
         return sqlite_number(stamp), last_id
     except Invalid as error:
         raise Invalid(NOT_A_PAGE_LINK) from error
-
-
-NOT_A_PAGE_LINK = "not a page link ledgerweb wrote"
 
 
 def _json_cursor(raw: str) -> Cursor:

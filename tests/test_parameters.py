@@ -3,11 +3,13 @@ value is said, in one wording, inline on the page and in its JSON twin (`errors`
 where no page makes sense. Never a filter silently dropped."""
 
 import re
+from datetime import date
 from urllib.parse import urljoin
 
 import pytest
 from builders import LEDGER_DB, T0, parse_fragment, parse_html
 
+from ledgerweb.params import Invalid, cursor, iso_date, moment_ms
 from pipeline.charts import CHARTS
 
 pytestmark = LEDGER_DB
@@ -292,3 +294,45 @@ def test_a_list_filter_the_charts_cannot_apply_is_said_not_dropped(viewer_client
     assert _notices(page) == {"status": said}
     chart = viewer_client.get("/pipeline/charts/throughput/?status=failed&format=json").json()
     assert chart["errors"] == {"status": said}
+
+
+@pytest.mark.parametrize(
+    ("parse", "raw", "value"),
+    [
+        (moment_ms, "1764000000000", 1_764_000_000_000),
+        (moment_ms, "2025-11-24T16:00Z", 1_764_000_000_000),
+        (moment_ms, "2025-11-24T17:00:00+01:00", 1_764_000_000_000),
+        (moment_ms, "9999-12-31", 253_402_214_400_000),
+        (iso_date, "9999-12-31", date.max),
+        (cursor, "1764000000000:R1", (1_764_000_000_000, "R1")),
+        (cursor, '["2025-11-24T10:00:00", "R:1"]', ("2025-11-24T10:00:00", "R:1")),
+        (cursor, "1764000000000.5:R1", (1_764_000_000_000.5, "R1")),
+    ],
+)
+def test_a_parameter_reads_as_what_it_says(parse, raw, value):
+    assert parse(raw) == value
+
+
+@pytest.mark.parametrize(
+    ("parse", "raw", "why"),
+    [
+        (moment_ms, "²", "not a time"),
+        (moment_ms, "١٢", "not a time"),  # Arabic-Indic digits: int() reads them, we do not
+        (moment_ms, "9" * 30, "out of range"),
+        (moment_ms, "2025-02-30", "no such date"),
+        (moment_ms, "1e999", "not a time"),
+        (iso_date, "0001-01-01", "out of range"),
+        (
+            iso_date,
+            "20251124",
+            "not a date",
+        ),  # fromisoformat would read it; the form never sends it
+        (cursor, "²:R1", "not a page link"),
+        (cursor, f"{'9' * 30}:R1", "not a page link"),
+        (cursor, '[Infinity, "R1"]', "not a page link"),
+        (cursor, '[true, "R1"]', "not a page link"),
+    ],
+)
+def test_a_parameter_that_does_not_say_it_is_refused_with_why(parse, raw, why):
+    with pytest.raises(Invalid, match=why):
+        parse(raw)
