@@ -97,9 +97,11 @@ def test_a_hostile_filter_is_read_or_reported_never_a_500(
         said = _notices(page.content.decode())
     elif path.startswith("/pipeline/charts/"):  # the dashboard around it shows the notices
         said = data.json()["errors"]
-    else:
+    else:  # a list: its page, its JSON twin and its filter form's htmx answer say the same
         said = _notices(page.content.decode())
         assert data.json()["errors"] == said
+        results = viewer_client.get(path, {name: value}, headers={"HX-Request": "true"})
+        assert _notices(results.content.decode()) == said
     if _is_bad(path, name, kind, value):
         assert said[name].startswith(f"{name}=")
     else:
