@@ -103,6 +103,9 @@ class RequestFilters:
         def value(name: str, parse=text) -> str:
             return read(params, name, parse, errors) or ""
 
+        window = default_window  # "window=" (the form's "all time") is no window at all
+        if "window" in params:
+            window = value("window", choice(*WINDOWS, unlisted=("custom",)))
         f = cls(
             exact=_exact_values(params, errors),
             q=value("q"),
@@ -110,12 +113,11 @@ class RequestFilters:
             hook=value("hook"),
             hook_state=value("hook_state", choice("fired", "handled")),
             delivered=value("delivered", choice("yes", "no")),
-            window=value("window", choice(*WINDOWS, unlisted=("custom",))) if "window" in params
-            else default_window,
+            window=window,
             since_ms=read(params, "since", moment_ms, errors),
             until_ms=read(params, "until", moment_ms, errors),
             errors=errors,
-        )  # fmt: skip
+        )
         if f.since_ms is not None and f.until_ms is not None and f.until_ms <= f.since_ms:
             reject(params, "until", "not after since", errors)
             f.until_ms = None
