@@ -62,7 +62,10 @@ def ledger_overview() -> LedgerOverview:
         missing_tables=sorted(inspection.missing_tables),
         mismatches=inspection.mismatches,
     )
-    since = now_ms() - DAY_MS
+    # Both ends bound the day: a row dated in the future is not recent activity, and an ISO-text
+    # time (which SQLite sorts after every number) falls outside any range of numbers.
+    until = now_ms()
+    last_day = [until - DAY_MS, until]
     if overview.has_sessions:
         overview.latest_sessions = _rows(
             "SELECT id, label, persona, routing_key, status, updated_at FROM sessions"
@@ -70,7 +73,7 @@ def ledger_overview() -> LedgerOverview:
             [LATEST],
         )
         overview.last_day["sessions active"] = _scalar(
-            "SELECT count(*) FROM sessions WHERE updated_at > %s", [since]
+            "SELECT count(*) FROM sessions WHERE updated_at > %s AND updated_at <= %s", last_day
         )
     if overview.has_requests:
         overview.latest_requests = _rows(
@@ -80,11 +83,13 @@ def ledger_overview() -> LedgerOverview:
         )
         # Bounded by the started_at index: one day of rows, not the whole table.
         overview.last_day["requests"] = _scalar(
-            "SELECT count(*) FROM nexus_requests WHERE started_at > %s", [since]
+            "SELECT count(*) FROM nexus_requests WHERE started_at > %s AND started_at <= %s",
+            last_day,
         )
         overview.last_day["failed requests"] = _scalar(
-            "SELECT count(*) FROM nexus_requests WHERE started_at > %s AND status = 'failed'",
-            [since],
+            "SELECT count(*) FROM nexus_requests"
+            " WHERE started_at > %s AND started_at <= %s AND status = 'failed'",
+            last_day,
         )
     return overview
 

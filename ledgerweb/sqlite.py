@@ -255,3 +255,10 @@ class Unindexed(Func):
 
     template = "+%(expressions)s"
     output_field = TextField()
+
+
+def routing_parent(key: str) -> str:
+    """SQL for the second part of a `kind:<parent id>:<rest>` routing key (ARCHITECTURE §2):
+    a subagent's parent or a fork's origin ('' when the key has no second colon)."""
+    rest = f"substr({key}, instr({key}, ':') + 1)"
+    return f"substr({rest}, 1, instr({rest}, ':') - 1)"

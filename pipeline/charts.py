@@ -19,10 +19,11 @@ import numpy as np
 from django.urls import reverse
 from django.utils import timezone
 
+from ledgerweb.params import NOT_APPLIED, problem, reject
 from ledgerweb.sqlite import LedgerQueryTimeout
 from ledgerweb.timestamps import now_ms
 from pipeline import rollups
-from pipeline.filters import EXACT, WINDOWS, RequestFilters, value_query
+from pipeline.filters import EXACT, WINDOWS, RequestFilters, value_query, window_bounds
 from pipeline.rollups import HOUR, MAX_STAGE_MS
 from pipeline.stages import STAGE_INDEX, STAGES, STATUSES
 
@@ -68,6 +69,9 @@ def value_label(value) -> str:
 def key_order(value) -> tuple[bool, str]:
     """A sort key for column values that may be None (first) or str."""
     return (value is not None, str(value))
+DEFAULT_WINDOW = "24h"
+# The list's filters the charts apply (the rollups are kept per source and persona).
+CHART_FILTERS = {"window", "since", "until", "source", "persona", "source__exact", "persona__exact"}
 
 
 @dataclass
@@ -81,23 +85,32 @@ class DashboardFilters:
 
     @classmethod
     def from_query(cls, params) -> "DashboardFilters":
-        request_filters = RequestFilters.from_query(params, default_window="24h")
-        now = now_ms()
+        """The list's filters, read the same way (so a preset window is the same instants on
+        both pages, see filters.window_bounds), with the last 24 hours when none is given."""
+        request_filters = RequestFilters.from_query(params, default_window=DEFAULT_WINDOW)
+        for name, value in request_filters.as_query().items():
+            if name not in CHART_FILTERS:  # ?status=failed: said, never silently dropped
+                request_filters.errors[name] = problem(
+                    name, value, "the charts do not filter by this", NOT_APPLIED
+                )
         f = cls(
-            window=request_filters.window or "24h",
-            since_ms=request_filters.since_ms or now - WINDOWS["24h"],
-            until_ms=request_filters.until_ms or now,
-            source=params.get("source", "").strip(),
-            persona=params.get("persona", "").strip(),
+            window=request_filters.window,
+            since_ms=request_filters.since_ms,
+            until_ms=request_filters.until_ms,
+            source=request_filters.exact.get("source") or "",
+            persona=request_filters.exact.get("persona") or "",
             errors=request_filters.errors,
         )
-        if f.until_ms <= f.since_ms:
-            f.errors["until"] = "the window ends before it starts; showing the last 24 hours"
-            f.since_ms, f.until_ms, f.window = now - WINDOWS["24h"], now, "24h"
-        if WINDOWS.get(f.window, 0) >= 12 * HOUR:
-            # A preset window starts on the hour ("24 h" at 14:37 is from 14:00 yesterday):
-            # whole hours come from the rollups, only the current one is read live.
-            f.since_ms = f.since_ms // HOUR * HOUR
+        if f.window == "custom":  # one end may be left out: up to now, or 24 hours long
+            f.until_ms = now_ms() if f.until_ms is None else f.until_ms
+            if f.since_ms is None:
+                f.since_ms = f.until_ms - WINDOWS[DEFAULT_WINDOW]
+            elif f.until_ms <= f.since_ms:
+                reject(params, "since", "in the future", f.errors, "showing the last 24 hours")
+                f.window = ""
+        if f.window not in WINDOWS and f.window != "custom":  # all time is too long to chart
+            f.window = DEFAULT_WINDOW
+            f.since_ms, f.until_ms = window_bounds(DEFAULT_WINDOW, now_ms())
         return f
 
     @cached_property

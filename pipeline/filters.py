@@ -2,19 +2,29 @@
 and the request page's "similar failures": the same filter always selects the same rows."""
 
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from django.db.models import BooleanField, F
 from django.db.models.expressions import RawSQL
-from django.utils import timezone
 
 from ledgerweb import sqlite
+from ledgerweb.params import (
+    Cursor,
+    choice,
+    moment_ms,
+    read,
+    read_as_is,
+    reject,
+    text,
+)
 from ledgerweb.timestamps import now_ms
 from pipeline.flags import FLAG_STATES, HANDLED_BY, NAMED_HANDLER_FIRED, flag_state
 from pipeline.models import NexusRequest
 from pipeline.signatures import SQL_FUNCTION
 
-WINDOWS = {"1h": 3_600_000, "24h": 86_400_000, "7d": 7 * 86_400_000, "30d": 30 * 86_400_000}
+HOUR = 3_600_000
+WINDOWS = {"1h": HOUR, "24h": 24 * HOUR, "7d": 7 * 24 * HOUR, "30d": 30 * 24 * HOUR}
+# Preset windows from this long up start on the hour (see window_bounds).
+WHOLE_HOURS_FROM = 12 * HOUR
 
 # ?hook=…&hook_state=: the hook fired; fired and handled (hooks_context names it as the
 # handler); fired in a handled request that names no handler that fired (a shared credit).
@@ -54,16 +64,26 @@ def value_query(param: str, value: str | None) -> dict[str, str]:
     return {param: value}
 
 
-def _exact_values(params) -> dict[str, str | None]:
+def _exact_values(params, errors: dict[str, str]) -> dict[str, str | None]:
     values: dict[str, str | None] = {}
     for param in EXACT:
-        if params.get(param + ISNULL, "") in ("1", "true", "on"):
+        if read(params, param + ISNULL, choice("1", "true", "on"), errors):
             values[param] = None
-        elif param + EXACT_SUFFIX in params:
-            values[param] = params[param + EXACT_SUFFIX]
-        elif params.get(param, "").strip():
-            values[param] = params[param].strip()
+        elif (exact := read_as_is(params, param + EXACT_SUFFIX, text, errors)) is not None:
+            values[param] = exact
+        elif value := read(params, param, text, errors):
+            values[param] = value
     return values
+
+
+def window_bounds(window: str, now: int) -> tuple[int, int]:
+    """The instants [since, until) of a preset window, the same on the dashboard and the list: it
+    ends now and, from 12 hours up, starts on the hour ("24h" at 14:37 is from 14:00 yesterday),
+    so the dashboard sums whole stored hours and its bars count exactly the list's rows."""
+    since = now - WINDOWS[window]
+    if WINDOWS[window] >= WHOLE_HOURS_FROM:
+        since = since // HOUR * HOUR
+    return since, now
 
 
 @dataclass
@@ -75,43 +95,43 @@ class RequestFilters:
     hook: str = ""  # a hook name in hooks_matched
     hook_state: str = ""  # "", or one of HOOK_STATES
     delivered: str = ""  # "", or one of flags.FLAG_STATES
-    window: str = ""  # one of WINDOWS, or "" for no window / custom
+    window: str = ""  # one of WINDOWS, "custom" (since/until), or "" for all time
     since_ms: int | None = None
     until_ms: int | None = None
+    after: Cursor | None = None  # where the previous page ended (the list view reads it)
     errors: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_query(cls, params, *, default_window: str = "") -> "RequestFilters":
+        errors: dict[str, str] = {}
+
+        def value(name: str, parse=text) -> str:
+            return read(params, name, parse, errors) or ""
+
+        window = default_window  # "window=" (the form's "all time") is no window at all
+        if "window" in params:
+            window = value("window", choice(*WINDOWS, unlisted=("custom",)))
         f = cls(
-            exact=_exact_values(params),
-            q=params.get("q", "").strip(),
-            signature=params.get("signature", "").strip(),
-            hook=params.get("hook", "").strip(),
-            hook_state=params.get("hook_state", "").strip(),
-            delivered=params.get("delivered", "").strip(),
-            window=params.get("window", default_window).strip(),
+            exact=_exact_values(params, errors),
+            q=value("q"),
+            signature=value("signature"),
+            hook=value("hook"),
+            hook_state=value("hook_state", choice(*HOOK_STATES)),
+            delivered=value("delivered", choice(*FLAG_STATES)),
+            window=window,
+            since_ms=read(params, "since", moment_ms, errors),
+            until_ms=read(params, "until", moment_ms, errors),
+            errors=errors,
         )
-        if f.window and f.window not in WINDOWS and f.window != "custom":
-            f.errors["window"] = f"unknown window {f.window!r}; showing everything"
-            f.window = ""
-        for name in ("since", "until"):
-            raw = params.get(name, "").strip()
-            if raw:
-                value = _parse_moment(raw)
-                if value is None:
-                    f.errors[name] = f"{raw!r} is not a time (Unix ms or YYYY-MM-DDTHH:MM)"
-                else:
-                    setattr(f, f"{name}_ms", value)
+        if f.since_ms is not None and f.until_ms is not None and f.until_ms <= f.since_ms:
+            reject(params, "until", "not after since", errors)
+            f.until_ms = None
         if f.since_ms is not None or f.until_ms is not None:
             f.window = "custom"
         elif f.window in WINDOWS:
-            f.since_ms = now_ms() - WINDOWS[f.window]
-        if f.hook_state not in ("", *HOOK_STATES):
-            f.errors["hook_state"] = "hook_state is fired, handled or shared"
-            f.hook_state = ""
-        if f.delivered not in ("", *FLAG_STATES):
-            f.errors["delivered"] = "delivered is " + ", ".join(FLAG_STATES)
-            f.delivered = ""
+            f.since_ms, f.until_ms = window_bounds(f.window, now_ms())
+        elif f.window == "custom":  # custom, but neither end given: all time
+            f.window = ""
         return f
 
     def apply(self, qs, *, newest_first_walk: bool = False):
@@ -172,15 +192,3 @@ class RequestFilters:
 
 def _sql(condition: str, *params):
     return RawSQL(condition, params, output_field=BooleanField())
-
-
-def _parse_moment(raw: str) -> int | None:
-    if raw.isdigit():
-        return int(raw)
-    try:
-        moment = datetime.fromisoformat(raw)
-    except ValueError:
-        return None
-    if timezone.is_naive(moment):
-        moment = timezone.make_aware(moment)
-    return int(moment.timestamp() * 1000)

@@ -15,6 +15,9 @@ SUMMARY_FIELDS = (
 
 def request_list(filters: RequestFilters, page: RequestPage) -> dict:
     return list_envelope(filters, page) | {
+        # The window's instants [since, until), also for a preset window (filters.window_bounds).
+        "since": filters.since_ms,
+        "until": filters.until_ms,
         "requests": [
             {name: getattr(row.request, name) for name in SUMMARY_FIELDS}
             | {"duration_ms": row.duration_ms, "error": row.error_line}

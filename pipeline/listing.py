@@ -2,9 +2,10 @@
 
 from dataclasses import dataclass
 
-from django.db.models import Q
+from django.db.models import Value
 
-from ledgerweb.paging import capped
+from ledgerweb.paging import capped, keyset_page
+from ledgerweb.params import SQLITE_INT
 from ledgerweb.sqlite import CappedCount
 from ledgerweb.text import first_line
 from ledgerweb.timestamps import elapsed_ms
@@ -45,29 +46,21 @@ class RequestPage:
     next_cursor: str | None
 
 
-def request_page(f: RequestFilters, after: str = "") -> tuple[RequestPage, str | None]:
-    """A page of requests and, when the cursor is unusable, why it was ignored."""
+def request_page(f: RequestFilters) -> RequestPage:
+    """A page of requests, after the filters' keyset cursor if they have one."""
     count = capped(f.queryset(), COUNT_CAP)
     # Past the cap the matches are common: walk the newest rows instead of sorting them all.
-    qs = f.queryset(newest_first_walk=count.capped)
-    problem = None
-    if after:
-        stamp, _, last_id = after.partition(":")
-        if stamp.lstrip("-").isdigit():
-            stamp = int(stamp)
-            qs = qs.filter(Q(started_at__lt=stamp) | Q(started_at=stamp, id__lt=last_id))
-        else:
-            problem = "that page link is broken; showing the newest requests"
     # Only the columns a row shows: snapshots and stacks can be large.
-    found = list(qs.order_by("-started_at", "-id").only(*LIST_COLUMNS)[: PAGE_SIZE + 1])
-    more = len(found) > PAGE_SIZE
-    found = found[:PAGE_SIZE]
-    cursor = f"{found[-1].started_at}:{found[-1].id}" if more else None
-    return RequestPage([RequestRow(r) for r in found], count, cursor), problem
+    qs = f.queryset(newest_first_walk=count.capped).only(*LIST_COLUMNS)
+    found, cursor = keyset_page(qs, "started_at", f.after, PAGE_SIZE)
+    return RequestPage([RequestRow(r) for r in found], count, cursor)
 
 
-def newer_page(f: RequestFilters, newer_than: int) -> RequestPage:
+def newer_page(f: RequestFilters, newer_than: int | float) -> RequestPage:
     """Rows that started after `newer_than`, newest first: what live mode adds on top."""
-    qs = f.queryset().filter(started_at__gt=newer_than).order_by("-started_at", "-id")
+    # Numbers only: SQLite sorts a text time (odd data) after every number, so it would be
+    # "newer" than any row and come back on every poll. Value(): a REAL time as written.
+    qs = f.queryset().filter(started_at__gt=Value(newer_than), started_at__lte=Value(SQLITE_INT))
+    qs = qs.order_by("-started_at", "-id")
     found = list(qs.only(*LIST_COLUMNS)[:PAGE_SIZE])
     return RequestPage([RequestRow(r) for r in found], CappedCount(len(found), False), None)

@@ -6,6 +6,7 @@ from django.views.decorators.csp import csp_override
 from django.views.decorators.http import require_GET
 
 from ledgerweb.http import wants_json
+from ledgerweb.params import answers_bad_parameters, choice, cursor, sqlite_number, strict
 from ledgerweb.sqlite import LedgerQueryTimeout
 from pipeline import charts, json_twins
 from pipeline.detail import load_request, similar_query
@@ -38,17 +39,19 @@ HIDDEN_FIELDS = {
 
 
 @require_GET
+@answers_bad_parameters
 def request_list(request: HttpRequest) -> HttpResponse:
     filters = RequestFilters.from_query(request.GET)
-    newer = request.GET.get("newer", "")
-    if newer.isdigit():
+    # Page links are written by the list itself: a broken one has no sensible page (400).
+    filters.after = strict(request.GET, "after", cursor)
+    live = strict(request.GET, "live", choice("1", "0"), default="0") == "1"
+    newer = strict(request.GET, "newer", sqlite_number)
+    if newer is not None:
         # Live mode asks for what arrived since the newest row it shows.
-        page = newer_page(filters, int(newer))
+        page = newer_page(filters, newer)
         ctx = {"filters": filters, "page": page, "rows_html": request_rows_html(page.rows)}
         return render(request, "pipeline/list.html#rows", ctx)
-    page, cursor_problem = request_page(filters, request.GET.get("after", ""))
-    if cursor_problem:
-        filters.errors["after"] = cursor_problem
+    page = request_page(filters)
     if wants_json(request):
         return JsonResponse(json_twins.request_list(filters, page))
     ctx = {
@@ -58,7 +61,7 @@ def request_list(request: HttpRequest) -> HttpResponse:
         "stages": STAGES,
         "statuses": STATUSES,
         "windows": WINDOWS,
-        "live": request.GET.get("live") == "1",
+        "live": live,
         "filter_fields": FILTER_FIELDS,
         # NULL and empty-string selections ride along as they came (see filters.value_query).
         "hidden_fields": HIDDEN_FIELDS | {k for k in filters.as_query() if "__" in k},
@@ -98,7 +101,9 @@ CHART_CSP = settings.SECURE_CSP | {"style-src": [CSP.SELF, CSP.UNSAFE_INLINE]}
 
 @csp_override(CHART_CSP)
 @require_GET
+@answers_bad_parameters
 def dashboard(request: HttpRequest) -> HttpResponse:
+    strict(request.GET, "refresh", choice("1"))  # auto-refresh, read by the template
     filters = charts.DashboardFilters.from_query(request.GET)
     if wants_json(request):
         return JsonResponse(charts.dashboard_data(filters))
@@ -127,7 +132,10 @@ def chart(request: HttpRequest, chart: str) -> HttpResponse:
         # Keep the card's title: say which chart could not be drawn, and how to get it.
         return render(request, "pipeline/chart.html", ctx | {"error": str(error)}, status=503)
     if wants_json(request):
-        return JsonResponse(result.data, safe=False)
+        data = result.data
+        if isinstance(data, dict):
+            data = data | {"errors": filters.errors}
+        return JsonResponse(data, safe=False)
     return render(request, "pipeline/chart.html", ctx | {"result": result})
 
 

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 from ledgerweb import sqlite
 from ledgerweb.html_parts import IdUrls, css_name
 from ledgerweb.http import wants_json
+from ledgerweb.params import answers_bad_parameters, choice, cursor, strict, text
 from ledgerweb.text import show_json
 from sessions import compare as comparing
 from sessions import export as exporting
@@ -19,7 +20,7 @@ from sessions.detail import FAILED, TurnInfo, load_tree, turn_info
 from sessions.failed_turns import failed_walk, first_failed_turn_id
 from sessions.kinds import FORK, KINDS
 from sessions.list_rows import session_rows_html
-from sessions.listing import SessionFilters, session_page
+from sessions.listing import SessionFilters, session_page, status_choices
 from sessions.membership import turn_in_session
 from sessions.models import Session
 from sessions.page import tree_items
@@ -49,8 +50,11 @@ def _get_session_and_turn(session_id: str, turn_id: str) -> Session:
 
 
 @require_GET
+@answers_bad_parameters
 def session_list(request: HttpRequest) -> HttpResponse:
     filters = SessionFilters.from_query(request.GET)
+    # Page links are written by the list itself: a broken one has no sensible page (400).
+    filters.after = strict(request.GET, "after", cursor)
     page = session_page(filters)
     if wants_json(request):
         return JsonResponse(json_twins.session_list(filters, page))
@@ -64,7 +68,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
             for c in sqlite.distinct_prefixes("sessions", "routing_key", limit=100)
             if c not in ("subagent", "fork")
         ],
-        "statuses": ["active", "archived", "deleted", "all"],
+        "statuses": status_choices(filters.status),
         "kinds": KINDS,
     }
     template = "sessions/list.html"
@@ -80,7 +84,7 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
     selected_id = selected_id or session.current_turn_id
     if selected_id not in session_tree.layout.by_id:
         selected_id = session_tree.layout.rows[0].node.id if session_tree.layout.rows else None
-    unfold = request.GET.get("unfold") == "all"
+    unfold = strict(request.GET, "unfold", choice("all")) == "all"
     return {
         "session": session,
         "tree": session_tree,
@@ -131,6 +135,7 @@ def _render_with_rows(request: HttpRequest, template: str, ctx: dict) -> HttpRes
 
 
 @require_GET
+@answers_bad_parameters
 def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     session = _get_session(session_id)
     ctx = _session_context(request, session, None)
@@ -157,6 +162,7 @@ def _panel_html(ctx: dict) -> dict:
 
 
 @require_GET
+@answers_bad_parameters
 def turn_detail(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     if request.htmx and not request.htmx.history_restore_request:
         # The panel beside the tree: the tree is already on the page.
@@ -204,9 +210,10 @@ def payload(request: HttpRequest, session_id: str, turn_id: str, kind: str, item
 
 
 @require_GET
+@answers_bad_parameters
 def thread(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     session = _get_session_and_turn(session_id, turn_id)
-    show_all = wants_json(request) or request.GET.get("all") == "1"
+    show_all = strict(request.GET, "all", choice("1", "0")) == "1" or wants_json(request)
     the_thread = load_thread(turn_id, newest=None if show_all else THREAD_PAGE_TURNS)
     if the_thread is None:
         raise Http404(f"No turn {turn_id!r}")
@@ -240,6 +247,7 @@ def fork(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
 
 
 @require_GET
+@answers_bad_parameters
 def export(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     session = _get_session_and_turn(session_id, turn_id)
     the_thread = load_thread(turn_id, full_text=True)
@@ -248,15 +256,16 @@ def export(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     response = JsonResponse(
         exporting.transcript(session, the_thread), json_dumps_params={"indent": 2}
     )
-    if request.GET.get("download"):
+    if strict(request.GET, "download", choice("1", "0")) == "1":
         response["Content-Disposition"] = f'attachment; filename="thread-{turn_id}.json"'
     return response
 
 
 @require_GET
+@answers_bad_parameters
 def compare(request: HttpRequest, session_id: str) -> HttpResponse:
     session = _get_session(session_id)
-    a, b = request.GET.get("a", ""), request.GET.get("b", "")
+    a, b = strict(request.GET, "a", text, ""), strict(request.GET, "b", text, "")
     result = comparing.compare(a, b) if a and b else None
     if wants_json(request):
         if result is None:

@@ -75,6 +75,20 @@ def test_the_last_day_counts_only_recent_activity(viewer_client, ledger):
     assert last_day == {"sessions active": 1, "requests": 2, "failed requests": 1}
 
 
+def test_the_last_day_leaves_out_rows_dated_in_the_future_or_in_iso_text(viewer_client, ledger):
+    now = now_ms()
+    ledger.request(started_at=now - 60_000, status="failed", stage="runAgent")
+    ledger.request(started_at=now + 3_600_000, status="failed", stage="runAgent")  # clock ahead
+    ledger.request(started_at="2025-11-24T10:00:00Z", status="failed", stage="runAgent")
+    ledger.session(updated_at=now - 5_000)
+    ledger.session(updated_at=now + 86_400_000)
+    ledger.session(updated_at="2025-11-24 10:00")
+    last_day = viewer_client.get("/?format=json").json()["last_24h"]
+    assert last_day == {"sessions active": 1, "requests": 1, "failed requests": 1}
+    page = viewer_client.get("/").content.decode()
+    assert "<dt>requests</dt><dd>1</dd>" in page
+
+
 def test_html_in_ledger_text_is_shown_not_run(viewer_client, ledger):
     ledger.session(label='<script>alert("x")</script>', persona="<img src=x onerror=alert(1)>")
     page = viewer_client.get("/").content.decode()

@@ -80,8 +80,9 @@ def test_a_bad_filter_value_is_explained_not_an_error(viewer_client, sessions):
     response = viewer_client.get("/sessions/?since=yesterday&kind=robot&sort=size")
     assert response.status_code == 200
     page = response.content.decode()
-    assert "&#x27;yesterday&#x27; is not a date" in page
-    assert "unknown kind" in page and "unknown sort" in page
+    assert "since=yesterday: not a date; give YYYY-MM-DD; this filter is not applied" in page
+    assert "kind=robot: choose main, subagent or fork" in page
+    assert "sort=size: choose activity or created; sorted by last activity" in page
 
 
 def test_rows_show_turns_branches_and_the_heads_question(viewer_client, ledger):
@@ -161,3 +162,78 @@ def test_rows_show_each_session_escaped_and_link_to_it(viewer_client, ledger):
     assert row.find("td/span").get("class") == "kind kind-subagent"
     assert "<img src=x" not in page
     assert viewer_client.get(link.get("href")).status_code == 200
+
+
+def _status_options(page: bytes) -> list[tuple[str, str, bool]]:
+    select = parse_html(page).find(".//select[@id='f-status']")
+    return [(o.get("value"), o.text, o.get("selected") is not None) for o in select]
+
+
+def test_no_two_status_options_list_the_same_sessions(viewer_client, ledger):
+    for status in ("active", "archived", "deleted"):
+        ledger.session(id=f"S-{status}", status=status)
+    listed_by = {}
+    for value, label, _ in _status_options(viewer_client.get("/sessions/").content):
+        # Following the option as the form does: the option comes back selected.
+        page = viewer_client.get("/sessions/", {"status": value}).content
+        assert [o[0] for o in _status_options(page) if o[2]] == ([value] if value else [])
+        listed_by[label] = tuple(listed(viewer_client, f"status={value}"))
+    assert listed_by == {
+        "not archived": ("S-active",),
+        "archived": ("S-archived",),
+        "deleted": ("S-deleted",),
+        "all": ("S-deleted", "S-archived", "S-active"),
+    }
+
+
+def test_a_status_from_the_address_is_shown_selected(viewer_client, ledger):
+    ledger.session(id="S-paused", status="paused")
+    page = viewer_client.get("/sessions/?status=paused").content
+    assert ("paused", "paused", True) in _status_options(page)
+    assert listed(viewer_client, "status=paused") == ["S-paused"]
+
+
+@pytest.fixture
+def family(ledger):
+    """Chats on two channels, with forks and subagents, and routing keys that lead nowhere."""
+    ledger.session(id="S-chat", routing_key="imessage:+1555:default")
+    ledger.session(id="S-mail", routing_key="gmail:a@example.com:inbox")
+    ledger.session(id="S-fork", routing_key="fork:S-chat:S-fork")
+    ledger.session(id="S-sub-of-fork", routing_key="subagent:S-fork:toolu_1")
+    ledger.session(id="S-fork-of-mail", routing_key="fork:S-mail:S-fork-of-mail")
+    ledger.session(id="S-dangling", routing_key="fork:nowhere:S-dangling")
+    ledger.session(id="S-loop-a", routing_key="fork:S-loop-b:S-loop-a")
+    ledger.session(id="S-loop-b", routing_key="fork:S-loop-a:S-loop-b")
+    return ledger
+
+
+def test_the_channel_filter_keeps_the_forks_and_subagents_of_its_sessions(
+    viewer_client, family, monkeypatch
+):
+    page = viewer_client.get("/sessions/").content
+    options = parse_html(page).iterfind(".//select[@id='f-channel']/option")
+    assert [o.get("value") for o in options] == ["", "gmail", "imessage"]
+    # Choosing iMessage in the form: its chat, the chat's fork and the fork's subagent.
+    chosen = viewer_client.get("/sessions/", {"channel": "imessage"}).content.decode()
+    for session_id in ("S-chat", "S-fork", "S-sub-of-fork"):
+        assert f'href="/sessions/{session_id}/"' in chosen
+    assert "3 sessions" in chosen
+    assert sorted(listed(viewer_client, "channel=imessage")) == [
+        "S-chat",
+        "S-fork",
+        "S-sub-of-fork",
+    ]
+    assert sorted(listed(viewer_client, "channel=gmail")) == ["S-fork-of-mail", "S-mail"]
+    # A common channel (past the count's cap) walks the newest sessions: the same ones.
+    indexed = listed(viewer_client, "channel=imessage")
+    monkeypatch.setattr("sessions.listing.COUNT_CAP", 2)
+    assert listed(viewer_client, "channel=imessage") == indexed
+
+
+def test_the_channel_filter_is_one_bounded_query_on_a_page(
+    viewer_client, family, django_assert_max_num_queries
+):
+    for i in range(60):  # more forks than a page, each its own origin's
+        family.session(id=f"S-fork-{i:02d}", routing_key=f"fork:S-chat:S-fork-{i:02d}")
+    with django_assert_max_num_queries(8, connection=connections[LEDGER]):
+        viewer_client.get("/sessions/?channel=imessage")

@@ -6,9 +6,15 @@
   var PERIOD_MS = 5000;
   var timer = null;
 
+  // The newest start time that is a number: a row whose time is text (odd data) sorts first
+  // but says nothing about what is newer.
+  var NUMBER = /^-?[0-9]+(\.[0-9]+)?$/;
   function newest(rows) {
-    var first = rows.querySelector("tr[data-started]");
-    return first ? first.dataset.started : rows.dataset.newest || "0";
+    var timed = rows.querySelectorAll("tr[data-started]");
+    for (var i = 0; i < timed.length; i++) {
+      if (NUMBER.test(timed[i].dataset.started)) return timed[i].dataset.started;
+    }
+    return NUMBER.test(rows.dataset.newest || "") ? rows.dataset.newest : "0";
   }
 
   function poll() {
