@@ -69,6 +69,8 @@ def value_label(value) -> str:
 def key_order(value) -> tuple[bool, str]:
     """A sort key for column values that may be None (first) or str."""
     return (value is not None, str(value))
+
+
 DEFAULT_WINDOW = "24h"
 # The list's filters the charts apply (the rollups are kept per source and persona).
 CHART_FILTERS = {"window", "since", "until", "source", "persona", "source__exact", "persona__exact"}
