@@ -11,6 +11,7 @@ are cached for one page only, the others (marks, counts) for the process, in a b
 """
 
 from functools import lru_cache
+from urllib.parse import quote
 
 from django.utils.safestring import SafeString, mark_safe
 
@@ -55,10 +56,12 @@ def _gutter(g: Gutter) -> str:
 
 
 def _fold(item: TreeItem, gutter_svg: str) -> str:
-    first = escape(item.fold.first.node.id)
+    # Unfolding shows the page of the unfolded tree that holds the stretch (?at=).
+    first_id = item.fold.first.node.id
+    unfold = escape(f"?unfold=all&at={quote(str(first_id), safe='')}")
     return (
-        f'<a class="tree-row fold" href="?unfold=all#turn-{first}" hx-get="?unfold=all" '
-        f'hx-target="#tree" hx-select="#tree" hx-swap="outerHTML">{gutter_svg}'
+        f'<a class="tree-row fold" href="{unfold}#turn-{escape(first_id)}" hx-get="{unfold}" '
+        f'hx-target="#tree" hx-push-url="true">{gutter_svg}'
         f'<span class="preview muted">··· {len(item.fold):,} turns in a straight line'
         f" — unfold</span></a>"
     )

@@ -4,6 +4,7 @@ from django.contrib import messages as flash
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
@@ -20,7 +21,7 @@ from sessions.kinds import FORK, KINDS
 from sessions.list_rows import session_rows_html
 from sessions.listing import SessionFilters, session_page
 from sessions.models import Session
-from sessions.page import tree_items
+from sessions.page import tree_page
 from sessions.rows_html import tree_rows_html
 from sessions.thread import load_thread
 from sessions.turn_detail import add_payloads, load_payload, load_tool_call, load_turn_detail
@@ -70,14 +71,37 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
     if selected_id not in session_tree.layout.by_id:
         selected_id = session_tree.layout.rows[0].node.id if session_tree.layout.rows else None
     unfold = request.GET.get("unfold") == "all"
+    number, page_error = _page_number(request.GET.get("page"))
+    page = tree_page(session_tree, selected_id, unfold, number, request.GET.get("at"))
     return {
         "session": session,
         "tree": session_tree,
         "child_links": _child_links(session_tree.related.children),
-        "items": tree_items(session_tree, selected_id, unfold=unfold),
+        "tree_page": page,
+        "items": page.items,
+        "page_error": page_error,
         "selected_id": selected_id,
         "unfold": unfold,
     }
+
+
+def _page_url(request: HttpRequest, session: Session, number: int) -> str:
+    """The session's JSON twin at another page, every other parameter kept."""
+    query = request.GET.copy()
+    query["page"] = str(number)
+    return request.build_absolute_uri(
+        f"{reverse('sessions:detail', args=[session.id])}?{query.urlencode()}"
+    )
+
+
+def _page_number(text: str | None) -> tuple[int | None, str]:
+    """?page=N, and what is wrong with it if it is not a page number (the selected turn's page
+    is shown instead)."""
+    if text is None:
+        return None, ""
+    if text.isascii() and text.isdigit() and 0 < int(text) < 10**9:
+        return int(text), ""
+    return None, f"page={text!r} is not a page number: showing the selected turn's page."
 
 
 def _child_links(children: list[Session]) -> list[dict]:
@@ -118,11 +142,20 @@ def _render_with_rows(request: HttpRequest, template: str, ctx: dict) -> HttpRes
 @require_GET
 def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     session = _get_session(session_id)
-    ctx = _session_context(request, session, None)
     if wants_json(request):
-        return JsonResponse(json_twins.session_detail(ctx["tree"]))
+        number, _ = _page_number(request.GET.get("page"))
+        twin = json_twins.session_detail(
+            load_tree(session), number or 1, lambda n: _page_url(request, session, n)
+        )
+        return JsonResponse(twin)
+    ctx = _session_context(request, session, None)
+    jump_to = request.GET.get("turn", "").strip()
+    if jump_to in ctx["tree"].turns:
+        return redirect("sessions:turn", session_id=session.id, turn_id=jump_to)
+    if jump_to:
+        ctx["jump_error"] = f"There is no turn {jump_to!r} in this session's tree."
     if request.htmx and request.htmx.target == "tree":
-        # (Un)folding: the tree alone.
+        # (Un)folding or another page: the tree alone.
         return _render_with_rows(request, "sessions/detail.html#tree", ctx)
     if ctx["selected_id"]:
         ctx |= _turn_context(session, ctx["selected_id"], ctx["tree"].turns[ctx["selected_id"]])
@@ -143,6 +176,10 @@ def _panel_html(ctx: dict) -> dict:
 @require_GET
 def turn_detail(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     session = _get_session(session_id)
+    if request.htmx and request.htmx.target == "tree":
+        # Another page of the tree, beside this turn's panel.
+        ctx = _session_context(request, session, turn_id)
+        return _render_with_rows(request, "sessions/detail.html#tree", ctx)
     if request.htmx and not request.htmx.history_restore_request:
         # The panel beside the tree: the tree is already on the page.
         info = turn_info(turn_id)

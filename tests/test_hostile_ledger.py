@@ -13,6 +13,7 @@ import sqlite3
 import time
 import urllib.error
 import urllib.request
+from urllib.parse import urlsplit
 
 import pytest
 from builders import LEDGER_DB, parse_html, use_ledger
@@ -30,6 +31,8 @@ from hostile import (
     build_broken_ledger,
     build_huge_ledger,
 )
+
+from sessions import json_twins
 
 # Generous on purpose: a hang fails the crawl, a slow machine does not. It is gunicorn's worker
 # timeout in `make serve`: a page slower than this never reaches a user at all.
@@ -217,10 +220,38 @@ def test_the_deep_thread_is_whole(fetch, huge):
 
 
 @HUGE
-def test_the_wide_session_draws_every_turn(fetch, huge):
+def test_the_wide_session_draws_every_turn(fetch, huge, monkeypatch):
+    # Its JSON twin comes in pages, each with the next one's URL: fewer, bigger pages here.
+    monkeypatch.setattr(json_twins, "JSON_PAGE_TURNS", WIDE_TURNS // 4)
     wide = fetch(f"/sessions/{WIDE}/?format=json").json()
-    assert len(wide["turns"]) == WIDE_TURNS
     assert wide["problems"] == []
+    turns = wide["turns"]
+    while wide["next"]:
+        wide = fetch(urlsplit(wide["next"])._replace(scheme="", netloc="").geturl()).json()
+        turns += wide["turns"]
+    assert len({t["id"] for t in turns}) == len(turns) == WIDE_TURNS
+
+
+# A page of the session tree, or of its JSON twin, whatever the session's size (it was 8 MB for
+# the 50,000-turn session, 39 MB unfolded, 28 MB as JSON).
+PAGE_BOUND_BYTES = 3_000_000
+
+
+@HUGE
+def test_the_50000_turn_session_comes_in_bounded_pages(fetch, huge):
+    for url in (f"/sessions/{WIDE}/", f"/sessions/{WIDE}/?unfold=all",
+                f"/sessions/{WIDE}/?format=json"):  # fmt: skip
+        assert len(fetch(url).content) < PAGE_BOUND_BYTES, url
+
+
+@HUGE
+@pytest.mark.parametrize("number", [0, 12_345, WIDE_TURNS // 2, 37_526, WIDE_TURNS - 1])
+def test_a_turn_anywhere_in_the_50000_turn_session_opens_on_a_bounded_page(fetch, huge, number):
+    turn = f"W{number:05d}"  # the root, turns on side branches, the middle, the head
+    html = fetch(f"/sessions/{WIDE}/turns/{turn}/").content.decode()
+    assert len(html) < PAGE_BOUND_BYTES
+    assert f'<a class="tree-row selected" id="turn-{turn}"' in html
+    assert f"Turn <code>{turn}</code>" in html
 
 
 @HUGE

@@ -24,8 +24,23 @@
   function goToTurn(tree, turnId) {
     var row = rowOf(tree, turnId);
     if (row) { moveTo(tree, row); return; }
-    // The turn is inside a folded stretch: unfold and come back to it.
-    if (turnId) window.location.href = tree.dataset.unfoldUrl + "#turn-" + encodeURIComponent(turnId);
+    // The turn is on another page of the tree, or inside a folded stretch: the session page
+    // sends ?turn= to the turn's own address, which shows its page with it selected.
+    if (turnId) window.location.href = tree.dataset.jumpUrl + "?turn=" + encodeURIComponent(turnId);
+  }
+  // Past the first or last row of a page: load the neighbouring page (its link's hx-get) and
+  // put the cursor on the row next to where it was (htmx:afterSettle below).
+  var cursorAfterPaging = null;
+  function turnPage(link, where) {
+    if (!link) return;
+    cursorAfterPaging = where;
+    link.click();
+  }
+  function step(tree, all, index, by) {
+    var next = index + by;
+    if (next < 0) turnPage(document.querySelector("a.tree-earlier"), "last");
+    else if (next >= all.length) turnPage(document.querySelector("a.tree-later"), "first");
+    else moveTo(tree, all[next]);
   }
 
   document.addEventListener("keydown", function (event) {
@@ -38,8 +53,8 @@
     if (!row) return;
     var all = rows(tree), index = all.indexOf(row);
     switch (event.key) {
-      case "j": case "ArrowDown": moveTo(tree, all[Math.min(index + 1, all.length - 1)]); break;
-      case "k": case "ArrowUp": moveTo(tree, all[Math.max(index - 1, 0)]); break;
+      case "j": case "ArrowDown": step(tree, all, index, 1); break;
+      case "k": case "ArrowUp": step(tree, all, index, -1); break;
       case "h": case "ArrowLeft": goToTurn(tree, row.dataset.parent); break;
       case "l": case "ArrowRight": goToTurn(tree, row.dataset.child); break;
       case "]": goToTurn(tree, row.dataset.sibling); break;
@@ -61,6 +76,14 @@
     });
     row.classList.add("selected", "cursor");
     row.setAttribute("aria-current", "true");
+  });
+
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var tree = document.querySelector(".tree");
+    if (!cursorAfterPaging || !tree || !event.detail.target.contains(tree)) return;
+    var all = rows(tree);
+    moveTo(tree, cursorAfterPaging === "first" ? all[0] : all[all.length - 1]);
+    cursorAfterPaging = null;
   });
 
   // Bring the selected turn into view on load.

@@ -1,0 +1,176 @@
+"""A long turn tree is shown a page at a time: links between pages (plain and htmx), a turn's
+address shows the page holding it, a jump by id, lanes that carry on across a page boundary, and
+a paged JSON twin. Pages are made small here (PAGE_ROWS); the huge ledger's real sizes are in
+test_hostile_ledger.py."""
+
+import re
+from urllib.parse import urljoin
+
+import pytest
+from builders import LEDGER_DB, T0, parse_fragment, parse_html
+
+from sessions import json_twins
+from sessions import page as tree_page
+
+pytestmark = LEDGER_DB
+
+HTMX_TREE = {"HX-Request": "true", "HX-Target": "tree"}
+
+
+@pytest.fixture
+def small_pages(monkeypatch):
+    monkeypatch.setattr(tree_page, "PAGE_ROWS", 7, raising=False)
+
+
+@pytest.fixture
+def comb(ledger):
+    """A trunk K00…K14, each trunk turn with a two-turn side branch A<n> → B<n> (a lane of its
+    own, so lines pass page boundaries); nothing folds. 45 rows; the head is K14."""
+    s = ledger.session(id="S1")
+    parent = None
+    for n in range(15):
+        trunk = ledger.turn(s, parent, id=f"K{n:02d}", started_at=T0 + 10 * n + 2)
+        side = ledger.turn(s, trunk, id=f"A{n:02d}", started_at=T0 + 10 * n + 3)
+        ledger.turn(s, side, id=f"B{n:02d}", started_at=T0 + 10 * n + 4)
+        parent = trunk
+    ledger.set_head(s, {"id": "K00"}, parent)
+    return s
+
+
+ROW = re.compile(r'<a class="tree-row[^"]*" id="turn-([^"]+)"')
+
+
+def row_ids(html: str) -> list[str]:
+    return ROW.findall(html)
+
+
+def link(html: str, css_class: str) -> tuple[str, str]:
+    """The href and hx-get of the pager link with this class."""
+    match = re.search(rf'<a class="{css_class}"[^>]* href="([^"]*)" hx-get="([^"]*)"', html)
+    assert match, f"no {css_class} link"
+    return match[1].replace("&amp;", "&"), match[2].replace("&amp;", "&")
+
+
+def test_a_long_tree_opens_at_the_heads_page_with_a_link_to_earlier_turns(
+    viewer_client, comb, small_pages
+):
+    html = viewer_client.get("/sessions/S1/").content.decode()
+    parse_html(html)
+    rows = row_ids(html)
+    assert len(rows) <= 7 and "K14" in rows  # the head, on the last page
+    assert "page 7 of 7" in html and "lines 43–45 of 45" in html
+    assert 'class="tree-later"' not in html
+    href, hx_get = link(html, "tree-earlier")
+    assert href == hx_get == "?page=6"
+
+
+def test_earlier_and_later_links_walk_every_row_once(viewer_client, comb, small_pages):
+    url = "/sessions/S1/?page=1"
+    html = viewer_client.get(url).content.decode()
+    assert 'class="tree-earlier"' not in html
+    seen = row_ids(html)
+    while 'class="tree-later"' in html:
+        href, _ = link(html, "tree-later")
+        url = urljoin(url, href)
+        html = viewer_client.get(url).content.decode()
+        seen += row_ids(html)
+    assert url.endswith("?page=7")
+    assert len(seen) == 45 and len(set(seen)) == 45
+    assert seen[:3] == ["K00", "A00", "B00"] and seen[-3:] == ["K14", "A14", "B14"]
+
+
+def test_an_htmx_page_link_swaps_in_the_tree_alone(viewer_client, comb, small_pages):
+    html = viewer_client.get("/sessions/S1/").content.decode()
+    _, hx_get = link(html, "tree-earlier")
+    response = viewer_client.get(urljoin("/sessions/S1/", hx_get), headers=HTMX_TREE)
+    fragment = response.content.decode()
+    parse_fragment(fragment, container="section")
+    assert "<html" not in fragment and 'id="panel"' not in fragment
+    assert "page 6 of 7" in fragment and len(row_ids(fragment)) == 7
+    # The same link from a turn's address keeps that turn's panel and pages its tree.
+    turn_url = "/sessions/S1/turns/K14/"
+    response = viewer_client.get(urljoin(turn_url, hx_get), headers=HTMX_TREE)
+    assert "page 6 of 7" in response.content.decode()
+    whole = viewer_client.get(urljoin(turn_url, hx_get)).content.decode()
+    assert "page 6 of 7" in whole and "Turn <code>K14</code>" in whole
+
+
+def test_a_turn_deep_in_the_tree_opens_on_its_page_selected(viewer_client, comb, small_pages):
+    html = viewer_client.get("/sessions/S1/turns/A03/").content.decode()
+    assert "A03" in row_ids(html) and "K14" not in row_ids(html)
+    assert re.search(r'<a class="tree-row selected" id="turn-A03"', html)
+    assert "Turn <code>A03</code>" in html
+
+
+def test_a_turn_can_be_jumped_to_by_its_id(viewer_client, comb, small_pages):
+    html = viewer_client.get("/sessions/S1/").content.decode()
+    assert 'name="turn"' in html and 'action="/sessions/S1/"' in html
+    response = viewer_client.get("/sessions/S1/?turn=B02")
+    assert response.status_code == 302 and response["Location"] == "/sessions/S1/turns/B02/"
+    landed = viewer_client.get(response["Location"]).content.decode()
+    assert re.search(r'<a class="tree-row selected" id="turn-B02"', landed)
+    missing = viewer_client.get("/sessions/S1/?turn=nope").content.decode()
+    assert "There is no turn &#x27;nope&#x27; in this session" in missing
+
+
+def test_a_bad_page_number_says_so_and_shows_the_selected_turns_page(
+    viewer_client, comb, small_pages
+):
+    html = viewer_client.get("/sessions/S1/?page=abc").content.decode()
+    assert "page=&#x27;abc&#x27; is not a page number" in html
+    assert "K14" in row_ids(html)
+    past_the_end = viewer_client.get("/sessions/S1/?page=999").content.decode()
+    assert "page 7 of 7" in past_the_end
+
+
+def lane_ends(row_svg: str) -> tuple[set[str], set[str]]:
+    """The x of every line entering a row at its top and leaving it at its bottom."""
+    height = re.search(r'height="(\d+)"', row_svg)[1]
+    paths = re.findall(r'<path d="M([\d.]+),([\d.]+)(V[\d.]+|C[^"]*)"', row_svg)
+    top = {x for x, y, _ in paths if y == "0"}
+    bottom = {x for x, _, rest in paths if rest == f"V{height}"}
+    return top, bottom
+
+
+def test_lanes_carry_on_across_every_page_boundary(viewer_client, comb, small_pages):
+    pages = [viewer_client.get(f"/sessions/S1/?page={n}").content.decode() for n in range(1, 8)]
+    svgs = [re.findall(r'<svg class="gutter".*?</svg>', html) for html in pages]
+    assert len({re.search(r'width="(\d+)"', s[0])[1] for s in svgs}) == 1  # one width
+    for before, after in zip(svgs, svgs[1:], strict=False):
+        _, leaving = lane_ends(before[-1])
+        entering, _ = lane_ends(after[0])
+        assert leaving == entering
+    # The boundaries fall inside side branches too: lines of two lanes cross some of them.
+    assert any(len(lane_ends(s[0])[0]) == 2 for s in svgs[1:])
+
+
+def test_unfolding_a_stretch_shows_the_page_that_holds_it(viewer_client, ledger, small_pages):
+    s = ledger.session(id="S1")
+    parent = root = ledger.turn(s, id="T00")
+    for i in range(1, 60):
+        parent = ledger.turn(s, parent, id=f"T{i:02d}", started_at=T0 + i)
+    ledger.set_head(s, root, parent)
+    folded = viewer_client.get("/sessions/S1/").content.decode()
+    href = re.search(r'<a class="tree-row fold" href="([^"#]*)#turn-T02"', folded)[1]
+    unfolded = viewer_client.get(urljoin("/sessions/S1/", href.replace("&amp;", "&")))
+    rows = row_ids(unfolded.content.decode())
+    assert "T02" in rows and "T59" not in rows  # not the head's page
+    # "fold" from there keeps the same stretch in view.
+    fold_href, _ = re.search(
+        r'href="([^"]*)" hx-get="([^"]*)"[^>]*>fold straight', unfolded.content.decode()
+    ).groups()
+    refolded = viewer_client.get(urljoin("/sessions/S1/", fold_href.replace("&amp;", "&")))
+    assert "T00" in row_ids(refolded.content.decode())
+
+
+def test_the_json_twin_is_paged_with_next_links(viewer_client, comb, monkeypatch):
+    monkeypatch.setattr(json_twins, "JSON_PAGE_TURNS", 20, raising=False)
+    data = viewer_client.get("/sessions/S1/?format=json").json()
+    assert data["page"] == 1 and data["pages"] == 3 and data["previous"] is None
+    seen = [t["id"] for t in data["turns"]]
+    while data["next"]:
+        data = viewer_client.get(data["next"]).json()
+        assert len(data["turns"]) <= 20 and data["previous"]
+        seen += [t["id"] for t in data["turns"]]
+    assert len(seen) == 45 and len(set(seen)) == 45
+    assert data["totals"]["turns"] == 45  # totals are the whole tree's on every page
