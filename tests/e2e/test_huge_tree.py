@@ -1,0 +1,55 @@
+"""The 50,000-turn session of the huge ledger (tests/hostile.py) in a real browser: it opens a page
+at a time, and the keyboard walks on across a page's edge."""
+
+import re
+
+import pytest
+from builders import use_ledger
+from hostile import WIDE, build_huge_ledger
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
+
+
+@pytest.fixture(scope="module")
+def huge_ledger_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("huge") / "huge.sqlite3"
+    build_huge_ledger(path)
+    return path
+
+
+@pytest.fixture
+def huge(huge_ledger_file, settings):
+    use_ledger(huge_ledger_file)
+    settings.LEDGER_QUERY_TIMEOUT_MS = 30_000  # a busy CI machine is not what is tested here
+    return huge_ledger_file
+
+
+def cursor(page):
+    return page.locator(".tree-row.cursor")
+
+
+def test_j_and_k_walk_across_a_page_boundary(page, live_server, viewer, huge, sign_in):
+    sign_in("vera", next_url=f"/sessions/{WIDE}/")
+    expect(page.locator(".tree-pager-top")).to_contain_text("page 12 of 12")
+    expect(page.locator(".tree-row.selected")).to_have_attribute("data-turn", "W49999")
+
+    page.goto(f"{live_server.url}/sessions/{WIDE}/?page=11")
+    first_row = page.locator(".tree .tree-row").first.get_attribute("data-turn")
+    page.keyboard.press("j")  # the cursor starts on the first row when none is selected here
+    page.keyboard.press("k")
+    expect(cursor(page)).to_have_attribute("data-turn", first_row)
+
+    page.keyboard.press("k")  # past the top: the earlier page, its last row
+    expect(page).to_have_url(re.compile(r"\?page=10$"))
+    expect(page.locator(".tree-pager-top")).to_contain_text("page 10 of 12")
+    expect(cursor(page)).to_have_count(1)
+    last_row = page.locator(".tree .tree-row").last
+    expect(last_row).to_have_class(re.compile(r"\bcursor\b"))
+
+    page.keyboard.press("j")  # past the bottom: back to the first row of page 11
+    expect(page).to_have_url(re.compile(r"\?page=11$"))
+    expect(cursor(page)).to_have_attribute("data-turn", first_row)
+
+    page.keyboard.press("Enter")  # and the row opens as on any page
+    expect(page.locator("#panel")).to_contain_text(f"Turn {first_row}")
