@@ -118,9 +118,16 @@ def turn(info: TurnInfo, detail: TurnDetail) -> dict:
     }
 
 
-def thread(the_thread: Thread) -> dict:
+def thread(the_thread: Thread, page_url: Callable[[int], str]) -> dict:
+    """The thread's totals (over the whole path) and one page of its steps, as on the page:
+    `previous` goes toward the root, `next` toward the turn."""
+    page, pages = the_thread.page, the_thread.pages
     return {
         "turn_id": the_thread.turn.id,
+        "page": page,
+        "pages": pages,
+        "next": page_url(page + 1) if page < pages else None,
+        "previous": page_url(page - 1) if page > 1 else None,
         "problems": the_thread.problems,
         "context_tokens": the_thread.context_tokens,
         "context_window": the_thread.context_window,
@@ -137,6 +144,6 @@ def thread(the_thread: Thread) -> dict:
                     for c in step.tool_calls
                 ],
             }
-            for step in the_thread.steps
+            for step in the_thread.page_steps
         ],
     }

@@ -26,8 +26,8 @@ from sessions.rows_html import tree_rows_html
 from sessions.thread import load_thread
 from sessions.turn_detail import add_payloads, load_payload, load_tool_call, load_turn_detail
 
-# The thread page shows this many of the turns nearest the fork point; older ones are counted
-# and can be shown with ?all=1 (a 20,000-turn page is 12 MB of HTML and ten seconds of render).
+# The thread page shows this many turns, by default the ones nearest the fork point; the others
+# are counted and come in earlier pages (a 20,000-turn page was 12 MB of HTML and ten seconds).
 THREAD_PAGE_TURNS = 200
 
 
@@ -87,11 +87,22 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
 
 def _page_url(request: HttpRequest, session: Session, number: int) -> str:
     """The session's JSON twin at another page, every other parameter kept."""
+    return _with_page(request, reverse("sessions:detail", args=[session.id]), number)
+
+
+def _thread_page_url(
+    request: HttpRequest, session_id: str, turn_id: str, number: int, drop: str = ""
+) -> str:
+    url = reverse("sessions:thread", args=[session_id, turn_id])
+    return _with_page(request, url, number, drop)
+
+
+def _with_page(request: HttpRequest, url: str, number: int, drop: str = "") -> str:
+    """The absolute URL of `url` at page `number`, the request's other parameters kept."""
     query = request.GET.copy()
+    query.pop(drop, None)
     query["page"] = str(number)
-    return request.build_absolute_uri(
-        f"{reverse('sessions:detail', args=[session.id])}?{query.urlencode()}"
-    )
+    return request.build_absolute_uri(f"{url}?{query.urlencode()}")
 
 
 def _page_number(text: str | None) -> tuple[int | None, str]:
@@ -224,15 +235,23 @@ def payload(request: HttpRequest, session_id: str, turn_id: str, kind: str, item
 @require_GET
 def thread(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     session = _get_session(session_id)
-    show_all = wants_json(request) or request.GET.get("all") == "1"
-    the_thread = load_thread(turn_id, newest=None if show_all else THREAD_PAGE_TURNS)
+    if request.GET.get("all") == "1":
+        # The old "whole thread" address: the thread now comes in pages, from the root.
+        return redirect(_thread_page_url(request, session.id, turn_id, 1, drop="all"))
+    number, page_error = _page_number(request.GET.get("page"))
+    the_thread = load_thread(turn_id, page_size=THREAD_PAGE_TURNS, page=number)
     if the_thread is None:
         raise Http404(f"No turn {turn_id!r}")
     if wants_json(request):
-        return JsonResponse(json_twins.thread(the_thread))
+        return JsonResponse(
+            json_twins.thread(
+                the_thread, lambda n: _thread_page_url(request, session.id, turn_id, n)
+            )
+        )
     ctx = {
         "session": session,
         "thread": the_thread,
+        "page_error": page_error,
         "can_fork": request.user.has_perm("conversations.fork_session"),
         "turn_id": turn_id,
     }

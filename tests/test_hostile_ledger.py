@@ -32,7 +32,7 @@ from hostile import (
     build_huge_ledger,
 )
 
-from sessions import json_twins
+from sessions import json_twins, views
 
 # Generous on purpose: a hang fails the crawl, a slow machine does not. It is gunicorn's worker
 # timeout in `make serve`: a page slower than this never reaches a user at all.
@@ -212,11 +212,34 @@ def test_every_page_of_a_huge_ledger_answers_in_bounded_time(fetch, huge, url):
     assert_inert(response, url)
 
 
+def path_of(url: str) -> str:
+    """A link from a JSON twin (absolute) as a path for `fetch`."""
+    return urlsplit(url)._replace(scheme="", netloc="").geturl()
+
+
 @HUGE
-def test_the_deep_thread_is_whole(fetch, huge):
+def test_the_deep_thread_is_whole(fetch, huge, monkeypatch):
+    # Its JSON twin comes in pages, each with the previous one's URL: fewer, bigger pages here.
+    monkeypatch.setattr(views, "THREAD_PAGE_TURNS", DEEP_TURNS // 4)
     thread = fetch(f"/sessions/{DEEP}/turns/{DEEP_HEAD}/thread/?format=json").json()
-    assert len(thread["steps"]) == DEEP_TURNS
     assert thread["problems"] == []
+    steps = thread["steps"]
+    while thread["previous"]:
+        thread = fetch(path_of(thread["previous"])).json()
+        steps += thread["steps"]
+    assert len({s["turn"]["id"] for s in steps}) == len(steps) == DEEP_TURNS
+
+
+@HUGE
+def test_the_20000_deep_thread_comes_in_bounded_pages(fetch, huge):
+    for url in (f"/sessions/{DEEP}/turns/{DEEP_HEAD}/thread/",
+                f"/sessions/{DEEP}/turns/{DEEP_HEAD}/thread/?format=json",
+                f"/sessions/{DEEP}/turns/{DEEP_HEAD}/thread/?page=1"):  # fmt: skip
+        assert len(fetch(url).content) < PAGE_BOUND_BYTES, url
+    # The old "all turns" address (10 s, 12 MB) opens the first page.
+    first = fetch(f"/sessions/{DEEP}/turns/{DEEP_HEAD}/thread/?all=1")
+    assert len(first.content) < PAGE_BOUND_BYTES
+    assert "user says D00000" in first.content.decode()
 
 
 @HUGE
@@ -227,7 +250,7 @@ def test_the_wide_session_draws_every_turn(fetch, huge, monkeypatch):
     assert wide["problems"] == []
     turns = wide["turns"]
     while wide["next"]:
-        wide = fetch(urlsplit(wide["next"])._replace(scheme="", netloc="").geturl()).json()
+        wide = fetch(path_of(wide["next"])).json()
         turns += wide["turns"]
     assert len({t["id"] for t in turns}) == len(turns) == WIDE_TURNS
 

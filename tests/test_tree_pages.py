@@ -174,3 +174,60 @@ def test_the_json_twin_is_paged_with_next_links(viewer_client, comb, monkeypatch
         seen += [t["id"] for t in data["turns"]]
     assert len(seen) == 45 and len(set(seen)) == 45
     assert data["totals"]["turns"] == 45  # totals are the whole tree's on every page
+
+
+# -- The thread page -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def long_thread(ledger, monkeypatch):
+    """A 25-turn thread T00…T24, each with its question; the thread comes in pages of 10."""
+    from sessions import views
+
+    monkeypatch.setattr(views, "THREAD_PAGE_TURNS", 10)
+    s = ledger.session(id="S1")
+    parent = None
+    for i in range(25):
+        parent = ledger.turn(s, parent, id=f"T{i:02d}", started_at=T0 + i)
+        ledger.message(parent, 1, content=f"question number {i:02d}")
+    ledger.set_head(s, {"id": "T00"}, parent)
+    return s
+
+
+def questions(html: str) -> list[str]:
+    return re.findall(r"question number (\d\d)", html)
+
+
+def thread_link(html: str, rel: str) -> str:
+    return re.search(rf'<a rel="{rel}" href="([^"]*)"', html)[1].replace("&amp;", "&")
+
+
+def test_a_long_thread_comes_in_pages_walked_by_their_links(viewer_client, long_thread):
+    url = "/sessions/S1/turns/T24/thread/"
+    html = viewer_client.get(url).content.decode()
+    parse_html(html)
+    assert questions(html) == [f"{i:02d}" for i in range(15, 25)]  # the newest, by default
+    assert "15 earlier turns of this thread are not shown" in html and "page 3 of 3" in html
+    seen = questions(html)
+    while 'rel="prev"' in html:
+        url = urljoin(url, thread_link(html, "prev"))
+        html = viewer_client.get(url).content.decode()
+        parse_html(html)
+        seen = questions(html) + seen
+        # The totals are the whole thread's on every page.
+        assert f"{25 * 1337:,} tokens spent along the whole thread" in html
+    assert url.endswith("?page=1") and seen == [f"{i:02d}" for i in range(25)]
+    assert "20 later turns, down to this turn, are on the next pages" in html
+    later = viewer_client.get(urljoin(url, thread_link(html, "next"))).content.decode()
+    assert questions(later) == [f"{i:02d}" for i in range(5, 15)]
+
+
+def test_the_thread_json_twin_is_paged_like_the_page(viewer_client, long_thread):
+    data = viewer_client.get("/sessions/S1/turns/T24/thread/?format=json").json()
+    assert (data["page"], data["pages"], data["next"]) == (3, 3, None)
+    assert data["cumulative_tokens"] == 25 * 1337  # over the whole thread
+    steps = [s["turn"]["id"] for s in data["steps"]]
+    while data["previous"]:
+        data = viewer_client.get(data["previous"]).json()
+        steps = [s["turn"]["id"] for s in data["steps"]] + steps
+    assert steps == [f"T{i:02d}" for i in range(25)]
