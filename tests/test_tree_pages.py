@@ -231,3 +231,20 @@ def test_the_thread_json_twin_is_paged_like_the_page(viewer_client, long_thread)
         data = viewer_client.get(data["previous"]).json()
         steps = [s["turn"]["id"] for s in data["steps"]] + steps
     assert steps == [f"T{i:02d}" for i in range(25)]
+
+
+def test_paging_through_a_big_tree_reads_it_once(viewer_client, comb, small_pages, monkeypatch):
+    from sessions import detail
+
+    reads = []
+    read_tree = detail._read_tree
+    monkeypatch.setattr(detail, "_read_tree", lambda s: reads.append(s.id) or read_tree(s))
+    monkeypatch.setattr(detail, "TREE_KEPT_TURNS", 10)  # the comb's 45 turns make a big tree
+    monkeypatch.setattr(detail, "BIG_TREE_KEPT_TURNS", 40)  # too big to keep: read each time
+    for page in (1, 2):
+        viewer_client.get(f"/sessions/S1/?page={page}")
+    assert reads == ["S1"] * 2
+    monkeypatch.setattr(detail, "BIG_TREE_KEPT_TURNS", 100)  # kept: read once for all pages
+    for page in (1, 2, 3):
+        viewer_client.get(f"/sessions/S1/?page={page}")
+    assert reads == ["S1"] * 3
