@@ -155,6 +155,10 @@ def test_unfolding_a_stretch_shows_the_page_that_holds_it(viewer_client, ledger,
     unfolded = viewer_client.get(urljoin("/sessions/S1/", href.replace("&amp;", "&")))
     rows = row_ids(unfolded.content.decode())
     assert "T02" in rows and "T59" not in rows  # not the head's page
+    hx_get = re.search(r'<a class="tree-row fold" href="[^"]*" hx-get="([^"]*)"', folded)[1]
+    swapped = viewer_client.get(urljoin("/sessions/S1/", hx_get.replace("&amp;", "&")),
+                                headers=HTMX_TREE).content.decode()  # fmt: skip
+    assert "<html" not in swapped and row_ids(swapped) == rows
     # "fold" from there keeps the same stretch in view.
     fold_href, _ = re.search(
         r'href="([^"]*)" hx-get="([^"]*)"[^>]*>fold straight', unfolded.content.decode()

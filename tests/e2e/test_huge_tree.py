@@ -53,3 +53,14 @@ def test_j_and_k_walk_across_a_page_boundary(page, live_server, viewer, huge, si
 
     page.keyboard.press("Enter")  # and the row opens as on any page
     expect(page.locator("#panel")).to_contain_text(f"Turn {first_row}")
+
+
+def test_h_goes_to_a_parent_on_another_page(page, live_server, viewer, huge, sign_in):
+    sign_in("vera", next_url=f"/sessions/{WIDE}/?page=11")
+    first_row = page.locator(".tree .tree-row").first
+    parent = first_row.get_attribute("data-parent")
+    assert parent and page.locator(f"#turn-{parent}").count() == 0  # on the page before
+    page.keyboard.press("h")
+    expect(page).to_have_url(re.compile(rf"/sessions/{WIDE}/turns/{parent}/$"))
+    expect(page.locator(".tree-row.selected")).to_have_attribute("data-turn", parent)
+    expect(page.locator("#panel")).to_contain_text(f"Turn {parent}")
