@@ -252,3 +252,27 @@ def test_paging_through_a_big_tree_reads_it_once(viewer_client, comb, small_page
     for page in (1, 2, 3):
         viewer_client.get(f"/sessions/S1/?page={page}")
     assert reads == ["S1"] * 3
+
+
+def test_a_wide_tree_gets_fewer_rows_a_page_to_stay_within_the_byte_budget(
+    viewer_client, ledger, monkeypatch
+):
+    """N000 → N001 → … each with a leaf L<n> started after it: every level holds its lane open
+    until its leaf, so the deepest rows pass 120 lines each."""
+    monkeypatch.setattr(tree_page, "PAGE_BYTES", 100_000)
+    s = ledger.session(id="S1")
+    parent = None
+    for n in range(120):
+        node = ledger.turn(s, parent, id=f"N{n:03d}", started_at=T0 + n)
+        if parent:
+            ledger.turn(s, parent, id=f"L{n:03d}", started_at=T0 + 1_000 + n)
+        parent = node
+    ledger.set_head(s, {"id": "N000"}, {"id": "L001"})
+    assert viewer_client.get("/sessions/S1/?format=json").json()["lanes"] > 100
+    first = viewer_client.get("/sessions/S1/?page=1").content.decode()
+    pager = re.search(r"page 1 of (\d+)", first)
+    pages = int(pager[1]) if pager else 1
+    for number in range(1, pages + 1):
+        html = viewer_client.get(f"/sessions/S1/?page={number}").content.decode()
+        rows = re.findall(r'<a class="tree-row.*?</a>', html, flags=re.S)
+        assert sum(len(row) for row in rows) < 100_000, number
