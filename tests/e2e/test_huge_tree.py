@@ -4,32 +4,21 @@ at a time, and the keyboard walks on across a page's edge."""
 import re
 
 import pytest
-from builders import use_ledger
-from hostile import WIDE, build_huge_ledger
+from hostile import WIDE
 from playwright.sync_api import expect
+from test_hostile_ledger import huge, huge_ledger_file  # noqa: F401 (the huge ledger's fixtures)
 
-pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
-
-
-@pytest.fixture(scope="module")
-def huge_ledger_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("huge") / "huge.sqlite3"
-    build_huge_ledger(path)
-    return path
-
-
-@pytest.fixture
-def huge(huge_ledger_file, settings):
-    use_ledger(huge_ledger_file)
-    settings.LEDGER_QUERY_TIMEOUT_MS = 30_000  # a busy CI machine is not what is tested here
-    return huge_ledger_file
+pytestmark = [
+    pytest.mark.django_db(transaction=True, databases="__all__"),
+    pytest.mark.usefixtures("huge"),  # every test here reads the huge ledger
+]
 
 
 def cursor(page):
     return page.locator(".tree-row.cursor")
 
 
-def test_j_and_k_walk_across_a_page_boundary(page, live_server, viewer, huge, sign_in):
+def test_j_and_k_walk_across_a_page_boundary(page, live_server, viewer, sign_in):
     sign_in("vera", next_url=f"/sessions/{WIDE}/")
     expect(page.locator(".tree-pager-top")).to_contain_text("page 12 of 12")
     expect(page.locator(".tree-row.selected")).to_have_attribute("data-turn", "W49999")
@@ -55,7 +44,7 @@ def test_j_and_k_walk_across_a_page_boundary(page, live_server, viewer, huge, si
     expect(page.locator("#panel")).to_contain_text(f"Turn {first_row}")
 
 
-def test_h_goes_to_a_parent_on_another_page(page, live_server, viewer, huge, sign_in):
+def test_h_goes_to_a_parent_on_another_page(page, live_server, viewer, sign_in):
     sign_in("vera", next_url=f"/sessions/{WIDE}/?page=11")
     first_row = page.locator(".tree .tree-row").first
     parent = first_row.get_attribute("data-parent")
