@@ -276,3 +276,27 @@ def test_a_wide_tree_gets_fewer_rows_a_page_to_stay_within_the_byte_budget(
         html = viewer_client.get(f"/sessions/S1/?page={number}").content.decode()
         rows = re.findall(r'<a class="tree-row.*?</a>', html, flags=re.S)
         assert sum(len(row) for row in rows) < 100_000, number
+
+
+def test_first_and_last_page_links_land_on_those_pages(viewer_client, comb, small_pages):
+    html = viewer_client.get("/sessions/S1/?page=4").content.decode()
+    for text, expected in (("first page", "page 1 of 7"), ("last page", "page 7 of 7")):
+        href, hx_get = re.search(rf'href="([^"]*)" hx-get="([^"]*)"[^>]*>{text}<', html).groups()
+        assert href == hx_get
+        url = urljoin("/sessions/S1/?page=4", href.replace("&amp;", "&"))
+        assert expected in viewer_client.get(url).content.decode()
+        assert expected in viewer_client.get(url, headers=HTMX_TREE).content.decode()
+
+
+def test_a_problem_links_to_its_turn_on_whichever_page_it_is(viewer_client, ledger, small_pages):
+    s = ledger.session(id="S1")
+    ledger.turn(s, id="ORPHAN", parent_turn_id="gone", started_at=T0 - 1)  # drawn first
+    parent = root = ledger.turn(s, id="R", started_at=T0)
+    for n in range(20):
+        parent = ledger.turn(s, parent, id=f"X{n:02d}", started_at=T0 + n + 1)
+    ledger.set_head(s, root, parent)
+    html = viewer_client.get("/sessions/S1/?unfold=all").content.decode()
+    assert "ORPHAN" not in row_ids(html)  # the head's page, not the orphan's
+    href = re.search(r'<li><a href="([^"]*)"><code>ORPHAN</code></a>: its parent turn', html)[1]
+    landed = viewer_client.get(href).content.decode()
+    assert re.search(r'<a class="tree-row selected" id="turn-ORPHAN"', landed)
