@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "var" / "bench"
 LEDGER = BENCH / "huge.sqlite3"
 PAGES = [
-    "/sessions/WIDE/", "/sessions/WIDE/?page=5", "/sessions/WIDE/?unfold=all",
+    "/sessions/WIDE/", "/sessions/WIDE/?from=4001", "/sessions/WIDE/?unfold=all",
     "/sessions/WIDE/?format=json", "/sessions/WIDE/turns/W24999/",
     "/sessions/WIDE/turns/W12345/", "/sessions/DEEP/", "/sessions/DEEP/turns/D19999/thread/",
     "/sessions/DEEP/turns/D19999/thread/?all=1",

@@ -61,7 +61,7 @@ def _fold(item: TreeItem, gutter_svg: str) -> str:
     unfold = escape(f"?unfold=all&at={quote(str(first_id), safe='')}")
     return (
         f'<a class="tree-row fold" href="{unfold}#turn-{escape(first_id)}" hx-get="{unfold}" '
-        f'hx-target="#tree" hx-push-url="true">{gutter_svg}'
+        f'hx-target="#tree" hx-push-url="true" data-line="{item.line}">{gutter_svg}'
         f'<span class="preview muted">··· {len(item.fold):,} turns in a straight line'
         f" — unfold</span></a>"
     )
@@ -113,7 +113,7 @@ def _row(item: TreeItem, url: str, gutter_svg: str, model_html: str) -> str:
         f'<a class="{classes}" id="turn-{turn_id}" href="{url}" hx-get="{url}" '
         f'hx-target="#panel" hx-push-url="true" data-turn="{turn_id}" '
         f'data-parent="{escape(item.parent_id)}" data-child="{escape(item.first_child_id)}" '
-        f'data-sibling="{escape(item.next_sibling_id)}"'
+        f'data-sibling="{escape(item.next_sibling_id)}" data-line="{item.line}"'
         f"{' aria-current="true"' if item.selected else ''}>"
         f"{gutter_svg}"
         f'<span class="marks">{_marks(item.marks)}{_problems(item.problems)}</span>'

@@ -71,8 +71,8 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
     if selected_id not in session_tree.layout.by_id:
         selected_id = session_tree.layout.rows[0].node.id if session_tree.layout.rows else None
     unfold = request.GET.get("unfold") == "all"
-    number, page_error = _page_number(request.GET.get("page"))
-    page = tree_page(session_tree, selected_id, unfold, number, request.GET.get("at"))
+    first_line, page_error = _positive_number(request.GET, "from")
+    page = tree_page(session_tree, selected_id, unfold, first_line, request.GET.get("at"))
     return {
         "session": session,
         "tree": session_tree,
@@ -105,14 +105,15 @@ def _with_page(request: HttpRequest, url: str, number: int, drop: str = "") -> s
     return request.build_absolute_uri(f"{url}?{query.urlencode()}")
 
 
-def _page_number(text: str | None) -> tuple[int | None, str]:
-    """?page=N, and what is wrong with it if it is not a page number (the selected turn's page
-    is shown instead)."""
+def _positive_number(query, name: str) -> tuple[int | None, str]:
+    """?<name>=N (a page, a line), and what is wrong with it if it is not a positive whole
+    number (the page then shows the selected turn's window)."""
+    text = query.get(name)
     if text is None:
         return None, ""
     if text.isascii() and text.isdigit() and 0 < int(text) < 10**9:
         return int(text), ""
-    return None, f"page={text!r} is not a page number: showing the selected turn's page."
+    return None, f"{name}={text!r} is not a positive whole number: showing the selected turn."
 
 
 def _child_links(children: list[Session]) -> list[dict]:
@@ -154,7 +155,7 @@ def _render_with_rows(request: HttpRequest, template: str, ctx: dict) -> HttpRes
 def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     session = _get_session(session_id)
     if wants_json(request):
-        number, _ = _page_number(request.GET.get("page"))
+        number, _ = _positive_number(request.GET, "page")
         twin = json_twins.session_detail(
             load_tree(session), number or 1, lambda n: _page_url(request, session, n)
         )
@@ -238,7 +239,7 @@ def thread(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     if request.GET.get("all") == "1":
         # The old "whole thread" address: the thread now comes in pages, from the root.
         return redirect(_thread_page_url(request, session.id, turn_id, 1, drop="all"))
-    number, page_error = _page_number(request.GET.get("page"))
+    number, page_error = _positive_number(request.GET, "page")
     the_thread = load_thread(turn_id, page_size=THREAD_PAGE_TURNS, page=number)
     if the_thread is None:
         raise Http404(f"No turn {turn_id!r}")

@@ -1,7 +1,7 @@
-"""A long turn tree is shown a page at a time: links between pages (plain and htmx), a turn's
-address shows the page holding it, a jump by id, lanes that carry on across a page boundary, and
-a paged JSON twin. Pages are made small here (PAGE_ROWS); the huge ledger's real sizes are in
-test_hostile_ledger.py."""
+"""A long turn tree is shown a window of lines at a time: links to the lines before and after
+(plain and htmx), a turn's address shows the window around it, a jump by id, lanes that carry on
+across a window's edge, and a paged JSON twin. Windows are made small here (PAGE_ROWS); the huge
+ledger's real sizes are in test_hostile_ledger.py."""
 
 import re
 from urllib.parse import urljoin
@@ -51,21 +51,21 @@ def link(html: str, css_class: str) -> tuple[str, str]:
     return match[1].replace("&amp;", "&"), match[2].replace("&amp;", "&")
 
 
-def test_a_long_tree_opens_at_the_heads_page_with_a_link_to_earlier_turns(
+def test_a_long_tree_opens_around_the_head_with_a_link_to_earlier_turns(
     viewer_client, comb, small_pages
 ):
     html = viewer_client.get("/sessions/S1/").content.decode()
     parse_html(html)
     rows = row_ids(html)
-    assert len(rows) <= 7 and "K14" in rows  # the head, on the last page
-    assert "page 7 of 7" in html and "lines 43–45 of 45" in html
-    assert 'class="tree-later"' not in html
+    assert rows == ["B12", "K13", "A13", "B13", "K14", "A14", "B14"]  # the head near the end
+    assert "lines 39–45 of 45" in html
+    assert 'class="tree-later"' not in html and "the end of the tree" in html
     href, hx_get = link(html, "tree-earlier")
-    assert href == hx_get == "?page=6"
+    assert href == hx_get == "?from=32"
 
 
 def test_earlier_and_later_links_walk_every_row_once(viewer_client, comb, small_pages):
-    url = "/sessions/S1/?page=1"
+    url = "/sessions/S1/?from=1"
     html = viewer_client.get(url).content.decode()
     assert 'class="tree-earlier"' not in html
     seen = row_ids(html)
@@ -74,7 +74,7 @@ def test_earlier_and_later_links_walk_every_row_once(viewer_client, comb, small_
         url = urljoin(url, href)
         html = viewer_client.get(url).content.decode()
         seen += row_ids(html)
-    assert url.endswith("?page=7")
+    assert url.endswith("?from=43")
     assert len(seen) == 45 and len(set(seen)) == 45
     assert seen[:3] == ["K00", "A00", "B00"] and seen[-3:] == ["K14", "A14", "B14"]
 
@@ -86,18 +86,20 @@ def test_an_htmx_page_link_swaps_in_the_tree_alone(viewer_client, comb, small_pa
     fragment = response.content.decode()
     parse_fragment(fragment, container="section")
     assert "<html" not in fragment and 'id="panel"' not in fragment
-    assert "page 6 of 7" in fragment and len(row_ids(fragment)) == 7
+    assert "lines 32–38 of 45" in fragment and len(row_ids(fragment)) == 7
     # The same link from a turn's address keeps that turn's panel and pages its tree.
     turn_url = "/sessions/S1/turns/K14/"
     response = viewer_client.get(urljoin(turn_url, hx_get), headers=HTMX_TREE)
-    assert "page 6 of 7" in response.content.decode()
+    assert "lines 32–38 of 45" in response.content.decode()
     whole = viewer_client.get(urljoin(turn_url, hx_get)).content.decode()
-    assert "page 6 of 7" in whole and "Turn <code>K14</code>" in whole
+    assert "lines 32–38 of 45" in whole and "Turn <code>K14</code>" in whole
 
 
-def test_a_turn_deep_in_the_tree_opens_on_its_page_selected(viewer_client, comb, small_pages):
+def test_a_turn_deep_in_the_tree_opens_in_the_middle_of_its_window_selected(
+    viewer_client, comb, small_pages
+):
     html = viewer_client.get("/sessions/S1/turns/A03/").content.decode()
-    assert "A03" in row_ids(html) and "K14" not in row_ids(html)
+    assert row_ids(html) == ["A02", "B02", "K03", "A03", "B03", "K04", "A04"]
     assert re.search(r'<a class="tree-row selected" id="turn-A03"', html)
     assert "Turn <code>A03</code>" in html
 
@@ -113,14 +115,12 @@ def test_a_turn_can_be_jumped_to_by_its_id(viewer_client, comb, small_pages):
     assert "There is no turn &#x27;nope&#x27; in this session" in missing
 
 
-def test_a_bad_page_number_says_so_and_shows_the_selected_turns_page(
-    viewer_client, comb, small_pages
-):
-    html = viewer_client.get("/sessions/S1/?page=abc").content.decode()
-    assert "page=&#x27;abc&#x27; is not a page number" in html
+def test_a_bad_line_number_says_so_and_shows_the_selected_turn(viewer_client, comb, small_pages):
+    html = viewer_client.get("/sessions/S1/?from=abc").content.decode()
+    assert "from=&#x27;abc&#x27; is not a positive whole number" in html
     assert "K14" in row_ids(html)
-    past_the_end = viewer_client.get("/sessions/S1/?page=999").content.decode()
-    assert "page 7 of 7" in past_the_end
+    past_the_end = viewer_client.get("/sessions/S1/?from=999").content.decode()
+    assert "lines 45–45 of 45" in past_the_end
 
 
 def lane_ends(row_svg: str) -> tuple[set[str], set[str]]:
@@ -133,7 +133,7 @@ def lane_ends(row_svg: str) -> tuple[set[str], set[str]]:
 
 
 def test_lanes_carry_on_across_every_page_boundary(viewer_client, comb, small_pages):
-    pages = [viewer_client.get(f"/sessions/S1/?page={n}").content.decode() for n in range(1, 8)]
+    pages = [viewer_client.get(f"/sessions/S1/?from={n}").content.decode() for n in range(1, 46, 7)]
     svgs = [re.findall(r'<svg class="gutter".*?</svg>', html) for html in pages]
     assert len({re.search(r'width="(\d+)"', s[0])[1] for s in svgs}) == 1  # one width
     for before, after in zip(svgs, svgs[1:], strict=False):
@@ -245,12 +245,12 @@ def test_paging_through_a_big_tree_reads_it_once(viewer_client, comb, small_page
     monkeypatch.setattr(detail, "_read_tree", lambda s: reads.append(s.id) or read_tree(s))
     monkeypatch.setattr(detail, "TREE_KEPT_TURNS", 10)  # the comb's 45 turns make a big tree
     monkeypatch.setattr(detail, "BIG_TREE_KEPT_TURNS", 40)  # too big to keep: read each time
-    for page in (1, 2):
-        viewer_client.get(f"/sessions/S1/?page={page}")
+    for line in (1, 8):
+        viewer_client.get(f"/sessions/S1/?from={line}")
     assert reads == ["S1"] * 2
     monkeypatch.setattr(detail, "BIG_TREE_KEPT_TURNS", 100)  # kept: read once for all pages
-    for page in (1, 2, 3):
-        viewer_client.get(f"/sessions/S1/?page={page}")
+    for line in (1, 8, 15):
+        viewer_client.get(f"/sessions/S1/?from={line}")
     assert reads == ["S1"] * 3
 
 
@@ -269,21 +269,22 @@ def test_a_wide_tree_gets_fewer_rows_a_page_to_stay_within_the_byte_budget(
         parent = node
     ledger.set_head(s, {"id": "N000"}, {"id": "L001"})
     assert viewer_client.get("/sessions/S1/?format=json").json()["lanes"] > 100
-    first = viewer_client.get("/sessions/S1/?page=1").content.decode()
-    pager = re.search(r"page 1 of (\d+)", first)
-    pages = int(pager[1]) if pager else 1
-    for number in range(1, pages + 1):
-        html = viewer_client.get(f"/sessions/S1/?page={number}").content.decode()
+    url, html, lines = "/sessions/S1/?from=1", "", 0
+    while url:
+        html = viewer_client.get(url).content.decode()
         rows = re.findall(r'<a class="tree-row.*?</a>', html, flags=re.S)
-        assert sum(len(row) for row in rows) < 100_000, number
+        assert sum(len(row) for row in rows) < 100_000, url
+        lines += len(rows)
+        url = urljoin(url, link(html, "tree-later")[0]) if 'class="tree-later"' in html else ""
+    assert lines == 239
 
 
 def test_first_and_last_page_links_land_on_those_pages(viewer_client, comb, small_pages):
-    html = viewer_client.get("/sessions/S1/?page=4").content.decode()
-    for text, expected in (("first page", "page 1 of 7"), ("last page", "page 7 of 7")):
+    html = viewer_client.get("/sessions/S1/?from=20").content.decode()
+    for text, expected in (("the root", "lines 1–7 of 45"), ("the end", "lines 39–45 of 45")):
         href, hx_get = re.search(rf'href="([^"]*)" hx-get="([^"]*)"[^>]*>{text}<', html).groups()
         assert href == hx_get
-        url = urljoin("/sessions/S1/?page=4", href.replace("&amp;", "&"))
+        url = urljoin("/sessions/S1/?from=20", href.replace("&amp;", "&"))
         assert expected in viewer_client.get(url).content.decode()
         assert expected in viewer_client.get(url, headers=HTMX_TREE).content.decode()
 

@@ -28,18 +28,20 @@
     // sends ?turn= to the turn's own address, which shows its page with it selected.
     if (turnId) window.location.href = tree.dataset.jumpUrl + "?turn=" + encodeURIComponent(turnId);
   }
-  // Past the first or last row of a page: load the neighbouring page (its link's hx-get) and
-  // put the cursor on the row next to where it was (htmx:afterSettle below).
-  var cursorAfterPaging = null;
-  function turnPage(link, where) {
+  // Past the first or last row of a page: load the neighbouring lines (the link's hx-get) and
+  // put the cursor on the line next to where it was (htmx:afterSettle below). Rows carry their
+  // line number in the whole tree (data-line).
+  var lineAfterPaging = null;
+  function turnPage(link, line) {
     if (!link) return;
-    cursorAfterPaging = where;
+    lineAfterPaging = line;
     link.click();
   }
   function step(tree, all, index, by) {
     var next = index + by;
-    if (next < 0) turnPage(document.querySelector("a.tree-earlier"), "last");
-    else if (next >= all.length) turnPage(document.querySelector("a.tree-later"), "first");
+    var line = Number(all[index].dataset.line) + by;
+    if (next < 0) turnPage(document.querySelector("a.tree-earlier"), line);
+    else if (next >= all.length) turnPage(document.querySelector("a.tree-later"), line);
     else moveTo(tree, all[next]);
   }
 
@@ -80,10 +82,9 @@
 
   document.addEventListener("htmx:afterSettle", function (event) {
     var tree = document.querySelector(".tree");
-    if (!cursorAfterPaging || !tree || !event.detail.target.contains(tree)) return;
-    var all = rows(tree);
-    moveTo(tree, cursorAfterPaging === "first" ? all[0] : all[all.length - 1]);
-    cursorAfterPaging = null;
+    if (lineAfterPaging === null || !tree || !event.detail.target.contains(tree)) return;
+    moveTo(tree, tree.querySelector('.tree-row[data-line="' + lineAfterPaging + '"]') || rows(tree)[0]);
+    lineAfterPaging = null;
   });
 
   // Bring the selected turn into view on load.
