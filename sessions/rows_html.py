@@ -82,8 +82,16 @@ def _problems(problems: tuple[str, ...]) -> str:
     )
 
 
+# A model name is a ledger value of any length, repeated on every row: its tooltip is cut so a
+# page of rows stays within its byte budget (sessions/page.py); the turn's panel has it whole.
+MODEL_TITLE_CHARS = 200
+
+
 def _model(model) -> str:
-    return f'<span class="model" title="{escape(model or "")}">{escape(short_model(model))}</span>'
+    title = str(model or "")
+    if len(title) > MODEL_TITLE_CHARS:
+        title = title[:MODEL_TITLE_CHARS] + "…"
+    return f'<span class="model" title="{escape(title)}">{escape(short_model(model))}</span>'
 
 
 def _tokens(total) -> str:

@@ -301,3 +301,15 @@ def test_a_problem_links_to_its_turn_on_whichever_page_it_is(viewer_client, ledg
     href = re.search(r'<li><a href="([^"]*)"><code>ORPHAN</code></a>: its parent turn', html)[1]
     landed = viewer_client.get(href).content.decode()
     assert re.search(r'<a class="tree-row selected" id="turn-ORPHAN"', landed)
+
+
+def test_a_huge_model_name_does_not_repeat_whole_on_every_row(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    parent = root = ledger.turn(s, id="T00", model="m" * 100_000)
+    for i in range(1, 20):
+        parent = ledger.turn(s, parent, id=f"T{i:02d}", model="m" * 100_000, status="failed")
+    ledger.set_head(s, root, parent)
+    html = viewer_client.get("/sessions/S1/").content.decode()
+    assert len(row_ids(html)) == 20
+    assert len(html) < 500_000  # 20 rows, not 20 copies of 100 KB
+    assert 'title="' + "m" * 200 + '…"' in html
