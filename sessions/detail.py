@@ -102,20 +102,34 @@ class SessionTree:
 
 # Trees a worker keeps while the ledger is unchanged (sqlite.ledger_version): moving around one
 # session (another turn by URL, unfolding, back from its thread page) draws the same tree, and
-# reading and laying out 5,000 turns costs ~150 ms. A tree bigger than TREE_KEPT_TURNS is made
-# each time: a few big trees would hold tens of megabytes in every worker.
+# reading and laying out 5,000 turns costs ~150 ms. A tree bigger than TREE_KEPT_TURNS is not
+# kept there: a few big trees would hold tens of megabytes in every worker. One of at most
+# BIG_TREE_KEPT_TURNS is kept besides, because a huge session is read a page at a time, and each
+# page would otherwise read and lay out the whole tree again (~0.6 s and ~55 MB for 50,000).
 _trees = sqlite.WhileUnchanged(keep=4)
 TREE_KEPT_TURNS = 20_000
+_big_trees = sqlite.WhileUnchanged(keep=1)
+BIG_TREE_KEPT_TURNS = 100_000
+# The key of the big tree last seen, so that its pages ask one cache, not two (each asks the
+# ledger's version: one more query a page).
+_big_tree_key: list = [None]
 
 
 def load_tree(session: Session) -> SessionTree:
     """The session's tree, as the ledger holds it now."""
+    key = (str(ledger_path_of()), session.id)
 
-    def make() -> tuple[SessionTree, bool]:
+    def make(limit: int) -> tuple[SessionTree, bool]:
         session_tree = _read_tree(session)
-        return session_tree, len(session_tree.turns) <= TREE_KEPT_TURNS
+        return session_tree, len(session_tree.turns) <= limit
 
-    return _trees.get((str(ledger_path_of()), session.id), make)
+    if key == _big_tree_key[0]:
+        return _big_trees.get(key, lambda: make(BIG_TREE_KEPT_TURNS))
+    session_tree = _trees.get(key, lambda: make(TREE_KEPT_TURNS))
+    if TREE_KEPT_TURNS < len(session_tree.turns) <= BIG_TREE_KEPT_TURNS:
+        _big_tree_key[0] = key
+        _big_trees.get(key, lambda: (session_tree, True))
+    return session_tree
 
 
 def _read_tree(session: Session) -> SessionTree:

@@ -1,5 +1,6 @@
 """The JSON twin of every sessions page: the same data as the HTML, for scripts."""
 
+from collections.abc import Callable
 from dataclasses import asdict
 
 from ledgerweb.paging import list_envelope
@@ -41,8 +42,18 @@ def _turn(t: TurnInfo) -> dict:
     return asdict(t) | {"duration_ms": t.duration_ms, "is_compaction": t.is_compaction}
 
 
-def session_detail(session_tree: SessionTree) -> dict:
+# Turns per page of a session's JSON twin: ~1 MB (50,000 turns in one answer were 28 MB).
+JSON_PAGE_TURNS = 2_000
+
+
+def session_detail(session_tree: SessionTree, number: int, page_url: Callable[[int], str]) -> dict:
+    """The session and one page of its turns, in the tree's order; `next` is the following
+    page's URL (None on the last), `previous` the one before."""
     related = session_tree.related
+    rows = session_tree.layout.rows
+    pages = max(1, -(-len(rows) // JSON_PAGE_TURNS))
+    number = min(number, pages)
+    start = (number - 1) * JSON_PAGE_TURNS
     return {
         "session": _session(session_tree.session),
         "totals": session_tree.totals,
@@ -51,6 +62,10 @@ def session_detail(session_tree: SessionTree) -> dict:
         "spawning_tool_call": related.tool_call,
         "children": [_session(c) for c in related.children],
         "lanes": session_tree.layout.lane_count,
+        "page": number,
+        "pages": pages,
+        "next": page_url(number + 1) if number < pages else None,
+        "previous": page_url(number - 1) if number > 1 else None,
         "turns": [
             _turn(row.node.data)
             | {
@@ -61,7 +76,7 @@ def session_detail(session_tree: SessionTree) -> dict:
                 "is_head": row.is_head,
                 "is_leaf": row.is_leaf,
             }
-            for row in session_tree.layout.rows
+            for row in rows[start : start + JSON_PAGE_TURNS]
         ],
     }
 
@@ -104,9 +119,16 @@ def turn(info: TurnInfo, detail: TurnDetail) -> dict:
     }
 
 
-def thread(the_thread: Thread) -> dict:
+def thread(the_thread: Thread, page_url: Callable[[int], str]) -> dict:
+    """The thread's totals (over the whole path) and one page of its steps, as on the page:
+    `previous` goes toward the root, `next` toward the turn."""
+    page, pages = the_thread.page, the_thread.pages
     return {
         "turn_id": the_thread.turn.id,
+        "page": page,
+        "pages": pages,
+        "next": page_url(page + 1) if page < pages else None,
+        "previous": page_url(page - 1) if page > 1 else None,
         "problems": the_thread.problems,
         "context_tokens": the_thread.context_tokens,
         "context_window": the_thread.context_window,
@@ -123,6 +145,6 @@ def thread(the_thread: Thread) -> dict:
                     for c in step.tool_calls
                 ],
             }
-            for step in the_thread.steps
+            for step in the_thread.page_steps
         ],
     }

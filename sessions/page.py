@@ -1,4 +1,5 @@
-"""What the template draws for each row of the turn tree: geometry, marks and keyboard links."""
+"""What the template draws for each row of the turn tree: geometry, marks and keyboard links,
+one page of rows at a time."""
 
 from dataclasses import dataclass
 
@@ -7,11 +8,20 @@ from sessions.gutter import Gutter, Gutters
 from sessions.tree import Fold, Layout, Row, fold_straight_runs
 
 MIN_FOLD = 8
+# A page shows a window of at most PAGE_ROWS lines of the tree (a folded stretch is one line),
+# fewer in a wide tree, whose every row draws a line per lane in use: a page stays under
+# ~PAGE_BYTES of HTML whatever the tree (a 50,000-turn session on one page was 8 MB, 39 MB
+# unfolded).
+PAGE_ROWS = 1_000
+PAGE_BYTES = 2_000_000
+ROW_BYTES = 800  # a row's HTML without its gutter's lines, about (rows_html)
+LANE_BYTES = 50  # one lane's line in a row's gutter, about
 
 
 @dataclass(slots=True)
 class TreeItem:
     gutter: Gutter
+    line: int  # 1-based, among all the lines of the tree as shown
     row: Row | None = None
     fold: Fold | None = None
     turn: TurnInfo | None = None
@@ -41,7 +51,57 @@ def marks_of(row: Row, turn: TurnInfo, head_id: str | None) -> tuple[str, ...]:
     return tuple(marks)
 
 
-def tree_items(session_tree: SessionTree, selected_id: str | None, unfold: bool) -> list[TreeItem]:
+@dataclass
+class TreePage:
+    """A window of the tree's lines as shown (a folded stretch is one line), and its place."""
+
+    items: list[TreeItem]
+    first_line: int  # 1-based
+    total: int  # lines shown over the whole tree
+    per_page: int
+
+    @property
+    def last_line(self) -> int:
+        return self.first_line + len(self.items) - 1
+
+    @property
+    def earlier(self) -> int | None:
+        """The first line of the window before this one."""
+        return max(1, self.first_line - self.per_page) if self.first_line > 1 else None
+
+    @property
+    def later(self) -> int | None:
+        """The first line of the window after this one."""
+        return self.last_line + 1 if self.last_line < self.total else None
+
+    @property
+    def last_start(self) -> int:
+        """The first line of the window that ends with the tree."""
+        return max(1, self.total - self.per_page + 1)
+
+    @property
+    def anchor_id(self) -> str | None:
+        """The window's first turn: folding or unfolding the tree keeps it in view."""
+        first = self.items[0] if self.items else None
+        if first is None:
+            return None
+        return first.fold.first.node.id if first.fold else first.turn.id
+
+
+def rows_per_page(lane_count: int) -> int:
+    return max(1, min(PAGE_ROWS, PAGE_BYTES // (ROW_BYTES + LANE_BYTES * lane_count)))
+
+
+def tree_page(
+    session_tree: SessionTree,
+    selected_id: str | None,
+    unfold: bool,
+    first_line: int | None = None,
+    at_id: str | None = None,
+) -> TreePage:
+    """The window of the tree from line `first_line`, else the window around `at_id`, else
+    around the selected turn. The layout (lanes, neighbours) is the whole tree's, so a window's
+    rows draw and link exactly as they would on one endless page."""
     layout = session_tree.layout
     head_id = session_tree.session.current_turn_id
     problems_by_turn: dict[str, list[str]] = {}
@@ -57,19 +117,28 @@ def tree_items(session_tree: SessionTree, selected_id: str | None, unfold: bool)
     else:
         shown = fold_straight_runs(layout, keep={k for k in keep if k}, min_run=MIN_FOLD)
 
+    per_page = rows_per_page(layout.lane_count)
+    if first_line is None:
+        # The turn in the middle of its window, with what leads to it and what follows.
+        position = _position_of(shown, at_id or selected_id)
+        start = min(max(0, position - per_page // 2), max(0, len(shown) - per_page))
+    else:
+        start = min(first_line - 1, max(0, len(shown) - 1))  # past the end: the last line
+
     next_sibling = _next_siblings(layout)
     gutters = Gutters(layout.lane_count)
     items = []
-    for entry in shown:
+    for line, entry in enumerate(shown[start : start + per_page], start=start + 1):
         gutter = gutters.of(entry)
         if isinstance(entry, Fold):
-            items.append(TreeItem(gutter, fold=entry))
+            items.append(TreeItem(gutter, line, fold=entry))
             continue
         row, turn = entry, entry.node.data
         parent = layout.by_id.get(turn.parent_turn_id) if turn.parent_turn_id else None
         items.append(
             TreeItem(
                 gutter,
+                line,
                 row=row,
                 turn=turn,
                 marks=marks_of(row, turn, head_id),
@@ -80,7 +149,18 @@ def tree_items(session_tree: SessionTree, selected_id: str | None, unfold: bool)
                 selected=row.node.id == selected_id,
             )
         )
-    return items
+    return TreePage(items, start + 1, len(shown), per_page)
+
+
+def _position_of(shown: list[Row | Fold], turn_id: str | None) -> int:
+    """Where a turn is among the shown lines, in a row or inside a fold (0 when it is not)."""
+    for position, entry in enumerate(shown):
+        if isinstance(entry, Fold):
+            if any(row.node.id == turn_id for row in entry.rows):
+                return position
+        elif entry.node.id == turn_id:
+            return position
+    return 0
 
 
 def _next_siblings(layout: Layout) -> dict[str, str]:

@@ -11,6 +11,7 @@ are cached for one page only, the others (marks, counts) for the process, in a b
 """
 
 from functools import lru_cache
+from urllib.parse import quote
 
 from django.utils.safestring import SafeString, mark_safe
 
@@ -55,10 +56,12 @@ def _gutter(g: Gutter) -> str:
 
 
 def _fold(item: TreeItem, gutter_svg: str) -> str:
-    first = escape(item.fold.first.node.id)
+    # Unfolding shows the page of the unfolded tree that holds the stretch (?at=).
+    first_id = item.fold.first.node.id
+    unfold = escape(f"?unfold=all&at={quote(str(first_id), safe='')}")
     return (
-        f'<a class="tree-row fold" href="?unfold=all#turn-{first}" hx-get="?unfold=all" '
-        f'hx-target="#tree" hx-select="#tree" hx-swap="outerHTML">{gutter_svg}'
+        f'<a class="tree-row fold" href="{unfold}#turn-{escape(first_id)}" hx-get="{unfold}" '
+        f'hx-target="#tree" hx-push-url="true" data-line="{item.line}">{gutter_svg}'
         f'<span class="preview muted">··· {len(item.fold):,} turns in a straight line'
         f" — unfold</span></a>"
     )
@@ -79,8 +82,16 @@ def _problems(problems: tuple[str, ...]) -> str:
     )
 
 
+# A model name is a ledger value of any length, repeated on every row: its tooltip is cut so a
+# page of rows stays within its byte budget (sessions/page.py); the turn's panel has it whole.
+MODEL_TITLE_CHARS = 200
+
+
 def _model(model) -> str:
-    return f'<span class="model" title="{escape(model or "")}">{escape(short_model(model))}</span>'
+    title = str(model or "")
+    if len(title) > MODEL_TITLE_CHARS:
+        title = title[:MODEL_TITLE_CHARS] + "…"
+    return f'<span class="model" title="{escape(title)}">{escape(short_model(model))}</span>'
 
 
 def _tokens(total) -> str:
@@ -110,7 +121,7 @@ def _row(item: TreeItem, url: str, gutter_svg: str, model_html: str) -> str:
         f'<a class="{classes}" id="turn-{turn_id}" href="{url}" hx-get="{url}" '
         f'hx-target="#panel" hx-push-url="true" data-turn="{turn_id}" '
         f'data-parent="{escape(item.parent_id)}" data-child="{escape(item.first_child_id)}" '
-        f'data-sibling="{escape(item.next_sibling_id)}"'
+        f'data-sibling="{escape(item.next_sibling_id)}" data-line="{item.line}"'
         f"{' aria-current="true"' if item.selected else ''}>"
         f"{gutter_svg}"
         f'<span class="marks">{_marks(item.marks)}{_problems(item.problems)}</span>'

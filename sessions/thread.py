@@ -44,7 +44,7 @@ class ThreadStep:
     messages: list[ThreadMessage] = field(default_factory=list)
     tool_calls: list[ThreadToolCall] = field(default_factory=list)
     in_context: bool = True  # False: folded into a compaction's summary
-    hidden: bool = False  # in context, but older than the turns the page shows
+    hidden: bool = False  # on another page of the thread
 
 
 @dataclass
@@ -62,6 +62,14 @@ class Thread:
     steps: list[ThreadStep]
     problems: list[str]
     compaction: Compacted | None  # the latest compaction on the path, if any
+    page: int = 1  # pages of the path from the root, the last one ending at the turn
+    pages: int = 1
+    start: int = 0  # the page's steps are steps[start:end]; the others are hidden
+    end: int | None = None
+
+    @property
+    def page_steps(self) -> list[ThreadStep]:
+        return self.steps[self.start : self.end]
 
     @property
     def turn(self) -> TurnInfo:
@@ -92,11 +100,14 @@ class Thread:
 
     @property
     def groups(self) -> list[tuple[str, list[ThreadStep]]]:
-        """Steps in order; runs of turns folded into a compaction summary, and of older turns
-        the page does not show, grouped together."""
+        """Steps in order; runs of turns folded into a compaction summary, and of turns on
+        earlier or later pages, grouped together."""
         groups: list[tuple[str, list[ThreadStep]]] = []
-        for step in self.steps:
-            kind = "folded" if not step.in_context else "earlier" if step.hidden else "step"
+        for position, step in enumerate(self.steps):
+            if step.hidden:
+                kind = "earlier" if position < self.start else "later"
+            else:
+                kind = "step" if step.in_context else "folded"
             if kind != "step" and groups and groups[-1][0] == kind:
                 groups[-1][1].append(step)
             else:
@@ -161,13 +172,14 @@ def ancestor_path(turn_id: str) -> tuple[list[TurnInfo], list[str]]:
 
 
 def load_thread(
-    turn_id: str, *, full_text: bool = False, newest: int | None = None
+    turn_id: str, *, full_text: bool = False, page_size: int | None = None, page: int | None = None
 ) -> Thread | None:
     """The thread at a turn. With full_text (the export) every turn's whole messages and tool
     calls; for the page, message previews of the turns still in context, and only a one-line
     preview of the turns a compaction folded away (a 5,000-turn thread stays light). With
-    `newest`, only that many of the newest turns in context get their messages: older ones are
-    counted (tokens included) but not loaded, so a 20,000-deep thread is still a page."""
+    `page_size`, the path from the root comes in pages of that many turns, the last one (the
+    default `page`) ending at the turn: only the page's turns are loaded, the others are counted
+    (tokens included), so a 20,000-deep thread is still a page."""
     path, problems = ancestor_path(turn_id)
     if not path:
         return None
@@ -178,17 +190,29 @@ def load_thread(
         steps.append(ThreadStep(turn, running))
     compaction = _latest_compaction(steps, ids_sql, ids, problems)
 
-    in_context = [s for s in steps if full_text or s.in_context]
-    for step in in_context[: -newest if newest else 0]:
-        step.hidden = True
-    shown = [s for s in in_context if not s.hidden]
-    folded = {s.turn.id: s.turn for s in steps if not (full_text or s.in_context)}
+    thread = Thread(steps, problems, compaction)
+    if page_size:
+        thread.page, thread.pages, thread.start, thread.end = _window(len(steps), page_size, page)
+        for step in steps[: thread.start] + steps[thread.end :]:
+            step.hidden = True
+    on_page = thread.page_steps
+    shown = [s for s in on_page if full_text or s.in_context]
+    folded = {s.turn.id: s.turn for s in on_page if not (full_text or s.in_context)}
     add_aggregates(folded)  # previews and tool-call counts in three queries
     _add_contents([s.turn.id for s in shown], {s.turn.id: s for s in shown}, full_text)
     for step in shown:
         first_user = next((m for m in step.messages if m.role == "user"), None)
         step.turn.preview = plain_preview(first_user.content if first_user else "", 140)
-    return Thread(steps, problems, compaction)
+    return thread
+
+
+def _window(count: int, size: int, page: int | None) -> tuple[int, int, int, int]:
+    """(page, pages, start, end) of `count` steps in pages of `size` counted back from the last
+    step, so the last page is always whole; page None or past the end is the last page."""
+    pages = max(1, -(-count // size))
+    page = pages if page is None else min(max(page, 1), pages)
+    end = count - (pages - page) * size
+    return page, pages, max(0, end - size), end
 
 
 def _add_contents(turn_ids: list[str], steps: dict[str, ThreadStep], full_text: bool) -> None:

@@ -4,6 +4,7 @@ from django.contrib import messages as flash
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
@@ -23,13 +24,13 @@ from sessions.list_rows import session_rows_html
 from sessions.listing import SessionFilters, session_page, status_choices
 from sessions.membership import turn_in_session
 from sessions.models import Session
-from sessions.page import tree_items
+from sessions.page import tree_page
 from sessions.rows_html import tree_rows_html
 from sessions.thread import load_thread
 from sessions.turn_detail import add_payloads, load_payload, load_tool_call, load_turn_detail
 
-# The thread page shows this many of the turns nearest the fork point; older ones are counted
-# and can be shown with ?all=1 (a 20,000-turn page is 12 MB of HTML and ten seconds of render).
+# The thread page shows this many turns, by default the ones nearest the fork point; the others
+# are counted and come in earlier pages (a 20,000-turn page was 12 MB of HTML and ten seconds).
 THREAD_PAGE_TURNS = 200
 
 
@@ -85,11 +86,15 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
     if selected_id not in session_tree.layout.by_id:
         selected_id = session_tree.layout.rows[0].node.id if session_tree.layout.rows else None
     unfold = strict(request.GET, "unfold", choice("all")) == "all"
+    first_line, page_error = _positive_number(request.GET, "from")
+    page = tree_page(session_tree, selected_id, unfold, first_line, request.GET.get("at"))
     return {
         "session": session,
         "tree": session_tree,
         "child_links": _child_links(session_tree.related.children),
-        "items": tree_items(session_tree, selected_id, unfold=unfold),
+        "tree_page": page,
+        "items": page.items,
+        "page_error": page_error,
         "selected_id": selected_id,
         "unfold": unfold,
         # The "N failed turns" pill opens the first of them.
@@ -97,6 +102,37 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
             first_failed_turn_id(session.id) if session_tree.totals["failed_turns"] else None
         ),
     }
+
+
+def _page_url(request: HttpRequest, session: Session, number: int) -> str:
+    """The session's JSON twin at another page, every other parameter kept."""
+    return _with_page(request, reverse("sessions:detail", args=[session.id]), number)
+
+
+def _thread_page_url(
+    request: HttpRequest, session_id: str, turn_id: str, number: int, drop: str = ""
+) -> str:
+    url = reverse("sessions:thread", args=[session_id, turn_id])
+    return _with_page(request, url, number, drop)
+
+
+def _with_page(request: HttpRequest, url: str, number: int, drop: str = "") -> str:
+    """The absolute URL of `url` at page `number`, the request's other parameters kept."""
+    query = request.GET.copy()
+    query.pop(drop, None)
+    query["page"] = str(number)
+    return request.build_absolute_uri(f"{url}?{query.urlencode()}")
+
+
+def _positive_number(query, name: str) -> tuple[int | None, str]:
+    """?<name>=N (a page, a line), and what is wrong with it if it is not a positive whole
+    number (the page then shows the selected turn's window)."""
+    text = query.get(name)
+    if text is None:
+        return None, ""
+    if text.isascii() and text.isdigit() and 0 < int(text) < 10**9:
+        return int(text), ""
+    return None, f"{name}={text!r} is not a positive whole number: showing the selected turn."
 
 
 def _child_links(children: list[Session]) -> list[dict]:
@@ -138,11 +174,21 @@ def _render_with_rows(request: HttpRequest, template: str, ctx: dict) -> HttpRes
 @answers_bad_parameters
 def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     session = _get_session(session_id)
-    ctx = _session_context(request, session, None)
     if wants_json(request):
-        return JsonResponse(json_twins.session_detail(ctx["tree"]))
+        strict(request.GET, "unfold", choice("all"))  # the twin holds every turn, folded or not
+        number, _ = _positive_number(request.GET, "page")
+        twin = json_twins.session_detail(
+            load_tree(session), number or 1, lambda n: _page_url(request, session, n)
+        )
+        return JsonResponse(twin)
+    ctx = _session_context(request, session, None)
+    jump_to = request.GET.get("turn", "").strip()
+    if jump_to in ctx["tree"].turns:
+        return redirect("sessions:turn", session_id=session.id, turn_id=jump_to)
+    if jump_to:
+        ctx["jump_error"] = f"There is no turn {jump_to!r} in this session's tree."
     if request.htmx and request.htmx.target == "tree":
-        # (Un)folding: the tree alone.
+        # (Un)folding or another page: the tree alone.
         return _render_with_rows(request, "sessions/detail.html#tree", ctx)
     if ctx["selected_id"]:
         ctx |= _turn_context(session, ctx["selected_id"], ctx["tree"].turns[ctx["selected_id"]])
@@ -164,6 +210,10 @@ def _panel_html(ctx: dict) -> dict:
 @require_GET
 @answers_bad_parameters
 def turn_detail(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
+    if request.htmx and request.htmx.target == "tree":
+        # Another window of the tree, beside this turn's panel.
+        ctx = _session_context(request, _get_session_and_turn(session_id, turn_id), turn_id)
+        return _render_with_rows(request, "sessions/detail.html#tree", ctx)
     if request.htmx and not request.htmx.history_restore_request:
         # The panel beside the tree: the tree is already on the page.
         session = _get_session_and_turn(session_id, turn_id)
@@ -213,15 +263,23 @@ def payload(request: HttpRequest, session_id: str, turn_id: str, kind: str, item
 @answers_bad_parameters
 def thread(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     session = _get_session_and_turn(session_id, turn_id)
-    show_all = strict(request.GET, "all", choice("1", "0")) == "1" or wants_json(request)
-    the_thread = load_thread(turn_id, newest=None if show_all else THREAD_PAGE_TURNS)
+    if strict(request.GET, "all", choice("1", "0")) == "1":
+        # The old "whole thread" address: the thread now comes in pages, from the root.
+        return redirect(_thread_page_url(request, session.id, turn_id, 1, drop="all"))
+    number, page_error = _positive_number(request.GET, "page")
+    the_thread = load_thread(turn_id, page_size=THREAD_PAGE_TURNS, page=number)
     if the_thread is None:
         raise Http404(f"No turn {turn_id!r}")
     if wants_json(request):
-        return JsonResponse(json_twins.thread(the_thread))
+        return JsonResponse(
+            json_twins.thread(
+                the_thread, lambda n: _thread_page_url(request, session.id, turn_id, n)
+            )
+        )
     ctx = {
         "session": session,
         "thread": the_thread,
+        "page_error": page_error,
         "can_fork": request.user.has_perm("conversations.fork_session"),
         "turn_id": turn_id,
     }

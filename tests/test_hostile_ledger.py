@@ -13,6 +13,7 @@ import sqlite3
 import time
 import urllib.error
 import urllib.request
+from urllib.parse import urlsplit
 
 import pytest
 from builders import LEDGER_DB, parse_html, use_ledger
@@ -30,6 +31,8 @@ from hostile import (
     build_broken_ledger,
     build_huge_ledger,
 )
+
+from sessions import json_twins, views
 
 # Generous on purpose: a hang fails the crawl, a slow machine does not. It is gunicorn's worker
 # timeout in `make serve`: a page slower than this never reaches a user at all.
@@ -181,7 +184,7 @@ def fetch(live_server, admin_client):
     {% include %}, which makes a 20,000-step page several times slower than a user sees it."""
     cookie = f"sessionid={admin_client.cookies['sessionid'].value}"
 
-    def fetch(url: str) -> Fetched:
+    def fetch(url: str, documented: bool = True) -> Fetched:
         start = time.perf_counter()
         request = urllib.request.Request(live_server.url + url, headers={"Cookie": cookie})
         try:
@@ -191,7 +194,8 @@ def fetch(live_server, admin_client):
         except urllib.error.HTTPError as error:
             fetched = Fetched(error.code, error.headers["Content-Type"], error.read())
         elapsed = time.perf_counter() - start
-        _timings.append(("huge", url, fetched.status_code, elapsed, len(fetched.content)))
+        if documented:  # not pages made bigger than users get, to count them whole faster
+            _timings.append(("huge", url, fetched.status_code, elapsed, len(fetched.content)))
         assert elapsed < RESPONSE_BOUND_S, f"{url} took {elapsed:.1f} s"
         return fetched
 
@@ -209,18 +213,70 @@ def test_every_page_of_a_huge_ledger_answers_in_bounded_time(fetch, huge, url):
     assert_inert(response, url)
 
 
+def path_of(url: str) -> str:
+    """A link from a JSON twin (absolute) as a path for `fetch`."""
+    return urlsplit(url)._replace(scheme="", netloc="").geturl()
+
+
 @HUGE
-def test_the_deep_thread_is_whole(fetch, huge):
-    thread = fetch(f"/sessions/{DEEP}/turns/{DEEP_HEAD}/thread/?format=json").json()
-    assert len(thread["steps"]) == DEEP_TURNS
+def test_the_deep_thread_is_whole(fetch, huge, monkeypatch):
+    # Its JSON twin comes in pages, each with the previous one's URL: fewer, bigger pages here.
+    monkeypatch.setattr(views, "THREAD_PAGE_TURNS", DEEP_TURNS // 4)
+    thread = fetch(f"/sessions/{DEEP}/turns/{DEEP_HEAD}/thread/?format=json", documented=False)
+    thread = thread.json()
     assert thread["problems"] == []
+    steps = thread["steps"]
+    while thread["previous"]:
+        thread = fetch(path_of(thread["previous"]), documented=False).json()
+        steps += thread["steps"]
+    assert len({s["turn"]["id"] for s in steps}) == len(steps) == DEEP_TURNS
 
 
 @HUGE
-def test_the_wide_session_draws_every_turn(fetch, huge):
-    wide = fetch(f"/sessions/{WIDE}/?format=json").json()
-    assert len(wide["turns"]) == WIDE_TURNS
+def test_the_20000_deep_thread_comes_in_bounded_pages(fetch, huge):
+    for url in (f"/sessions/{DEEP}/turns/{DEEP_HEAD}/thread/",
+                f"/sessions/{DEEP}/turns/{DEEP_HEAD}/thread/?format=json",
+                f"/sessions/{DEEP}/turns/{DEEP_HEAD}/thread/?page=1"):  # fmt: skip
+        assert len(fetch(url).content) < PAGE_BOUND_BYTES, url
+    # The old "all turns" address (10 s, 12 MB) opens the first page.
+    first = fetch(f"/sessions/{DEEP}/turns/{DEEP_HEAD}/thread/?all=1")
+    assert len(first.content) < PAGE_BOUND_BYTES
+    assert "user says D00000" in first.content.decode()
+
+
+@HUGE
+def test_the_wide_session_draws_every_turn(fetch, huge, monkeypatch):
+    # Its JSON twin comes in pages, each with the next one's URL: fewer, bigger pages here.
+    monkeypatch.setattr(json_twins, "JSON_PAGE_TURNS", WIDE_TURNS // 4)
+    wide = fetch(f"/sessions/{WIDE}/?format=json", documented=False).json()
     assert wide["problems"] == []
+    turns = wide["turns"]
+    while wide["next"]:
+        wide = fetch(path_of(wide["next"]), documented=False).json()
+        turns += wide["turns"]
+    assert len({t["id"] for t in turns}) == len(turns) == WIDE_TURNS
+
+
+# A page of the session tree, or of its JSON twin, whatever the session's size (it was 8 MB for
+# the 50,000-turn session, 39 MB unfolded, 28 MB as JSON).
+PAGE_BOUND_BYTES = 3_000_000
+
+
+@HUGE
+def test_the_50000_turn_session_comes_in_bounded_pages(fetch, huge):
+    for url in (f"/sessions/{WIDE}/", f"/sessions/{WIDE}/?unfold=all",
+                f"/sessions/{WIDE}/?format=json"):  # fmt: skip
+        assert len(fetch(url).content) < PAGE_BOUND_BYTES, url
+
+
+@HUGE
+@pytest.mark.parametrize("number", [0, 12_345, WIDE_TURNS // 2, 37_526, WIDE_TURNS - 1])
+def test_a_turn_anywhere_in_the_50000_turn_session_opens_on_a_bounded_page(fetch, huge, number):
+    turn = f"W{number:05d}"  # the root, turns on side branches, the middle, the head
+    html = fetch(f"/sessions/{WIDE}/turns/{turn}/").content.decode()
+    assert len(html) < PAGE_BOUND_BYTES
+    assert f'<a class="tree-row selected" id="turn-{turn}"' in html
+    assert f"Turn <code>{turn}</code>" in html
 
 
 @HUGE

@@ -45,8 +45,8 @@
   function goToTurn(tree, turnId) {
     var row = rowOf(tree, turnId);
     if (row) { moveTo(tree, row); return; }
-    // The turn is inside a folded stretch: open its URL, which unfolds the tree around it and
-    // selects it, so the place is kept by a reload too.
+    // The turn is inside a folded stretch or outside this window of the tree: open its URL,
+    // which shows the window around it, unfolded and selected, so a reload keeps the place too.
     if (turnId) window.location.href = turnUrl(tree, turnId);
   }
   function select(row) {
@@ -55,6 +55,22 @@
     });
     row.classList.add("selected", "cursor");
     row.setAttribute("aria-current", "true");
+  }
+  // Past the first or last row of a page: load the neighbouring lines (the link's hx-get) and
+  // put the cursor on the line next to where it was (htmx:afterSettle below). Rows carry their
+  // line number in the whole tree (data-line).
+  var lineAfterPaging = null;
+  function turnPage(link, line) {
+    if (!link) return;
+    lineAfterPaging = line;
+    link.click();
+  }
+  function step(tree, all, index, by) {
+    var next = index + by;
+    var line = Number(all[index].dataset.line) + by;
+    if (next < 0) turnPage(document.querySelector("a.tree-earlier"), line);
+    else if (next >= all.length) turnPage(document.querySelector("a.tree-later"), line);
+    else moveTo(tree, all[next]);
   }
 
   document.addEventListener("keydown", function (event) {
@@ -67,8 +83,8 @@
     if (!row) return;
     var all = rows(tree), index = all.indexOf(row);
     switch (event.key) {
-      case "j": case "ArrowDown": moveTo(tree, all[Math.min(index + 1, all.length - 1)]); break;
-      case "k": case "ArrowUp": moveTo(tree, all[Math.max(index - 1, 0)]); break;
+      case "j": case "ArrowDown": step(tree, all, index, 1); break;
+      case "k": case "ArrowUp": step(tree, all, index, -1); break;
       case "h": case "ArrowLeft": goToTurn(tree, row.dataset.parent); break;
       case "l": case "ArrowRight": goToTurn(tree, row.dataset.child); break;
       case "]": goToTurn(tree, row.dataset.sibling); break;
@@ -127,9 +143,14 @@
     var tree = document.querySelector(".tree");
     if (tree) showStart(tree);
   });
-  // (Un)folding swaps the whole tree in.
+  // (Un)folding swaps the whole tree in; so do the earlier/later links, after which the cursor
+  // goes to the line next to where it was (see step).
   document.addEventListener("htmx:afterSettle", function (event) {
     var tree = event.detail.target && event.detail.target.id === "tree" && document.querySelector(".tree");
-    if (tree) showStart(tree);
+    if (!tree) return;
+    if (lineAfterPaging === null) { showStart(tree); return; }
+    fitTree(tree);
+    moveTo(tree, tree.querySelector('.tree-row[data-line="' + lineAfterPaging + '"]') || rows(tree)[0]);
+    lineAfterPaging = null;
   });
 })();
