@@ -14,7 +14,7 @@ from collections import Counter, deque
 from urllib.parse import quote, urlencode, urlsplit
 
 import pytest
-from builders import use_ledger
+from builders import T0, use_ledger
 from playwright.sync_api import expect
 from walker import (
     COLLECT_CONTROLS,
@@ -39,6 +39,12 @@ MAX_PAGES = 60
 MAX_ADMIN_PAGES = 5
 NARROW = {"width": 390, "height": 844}
 # Every HTML page of these areas also answers ?format=json (ARCHITECTURE.md §5).
+# The URL contract (ARCHITECTURE.md §5) as URL patterns: the walk must reach each one, opened or
+# followed from a page, so a kind of page that is no longer linked from anywhere is noticed.
+CONTRACT = {"overview", "sessions:list", "sessions:detail", "sessions:turn", "sessions:thread",
+            "sessions:export", "sessions:compare", "sessions:call", "pipeline:dashboard",
+            "pipeline:chart", "pipeline:requests", "pipeline:request", "pipeline:similar",
+            "admin:index", "login", "health", "healthz"}  # fmt: skip
 TWINNED = {"overview", "sessions:list", "sessions:detail", "sessions:turn", "sessions:thread",
            "pipeline:dashboard", "pipeline:requests", "pipeline:request"}  # fmt: skip
 
@@ -162,19 +168,27 @@ def check_json_twin(walker: Walker, url: str) -> None:
 def test_the_walker_follows_every_control_on_every_page(page, live_server, operator, demo, sign_in):
     sign_in("otto")
     walker = Walker(page.request, live_server.url)
+    # Parts a page loads by itself (hx-trigger="load") may replace their trigger: record them.
+    loaded_by_htmx = []
+    page.on("request", lambda r: r.headers.get("hx-request") and loaded_by_htmx.append(r.url))
     queue = deque(live_server.url + path for path in seed_pages(demo))
     visited = Counter(pattern_of(url) for url in queue)  # kinds opened or queued
     while queue and len(walker.visited) < MAX_PAGES:
         url = queue.popleft()
         pattern = pattern_of(url)
+        walker.reached.add(pattern)
+        loaded_by_htmx.clear()
         if not open_page(page, walker, url):
             continue
         page_url = page.url  # after an intended redirect
         check_json_twin(walker, page_url)
         controls = [Control(**c) for c in page.evaluate(COLLECT_CONTROLS)]
+        controls += [Control.loaded_by_htmx(url) for url in loaded_by_htmx]
         walker.check_controls(page_url, controls)
         if pattern == "pipeline:dashboard":
-            check_charts(walker, page_url, page.evaluate(COLLECT_FIGURES))
+            # Every element of the default window; a sample of the others.
+            every = query_of(page_url) == {"window": "24h"}
+            check_charts(walker, page_url, page.evaluate(COLLECT_FIGURES), every=every)
         for control in controls:
             if (
                 control.kind == "link"
@@ -183,6 +197,50 @@ def test_the_walker_follows_every_control_on_every_page(page, live_server, opera
             ):
                 visited[pattern_of(control.url)] += 1  # one of each kind
                 queue.append(control.url)
+    print("\n" + walker.summary())
+    unreached = CONTRACT - walker.reached
+    unreached_line = [f"no page or control reaches {sorted(unreached)}"] if unreached else []
+    assert walker.failures == [] and not unreached, "\n".join(walker.failures + unreached_line)
+
+
+# -- charts over odd rows ------------------------------------------------------------------------
+
+
+def write_odd_requests(ledger) -> None:
+    """Requests as other programs write them: '' next to NULL, unknown statuses and stages,
+    tokens as REAL and text, booleans as 2 and 'true', invalid hook JSON, a REAL start time."""
+    odd = [
+        {"event_source": ""}, {"event_source": ""}, {"principal_id": ""}, {"status": "weird"},
+        {"status": "failed", "error_stage": None}, {"status": "failed", "error_stage": ""},
+        {"status": "failed", "error_stage": "warpDrive"},
+        {"status": "failed", "error_stage": "runAgent", "principal_id": "p1"},
+        {"hooks_matched": '["greet", "greet"]', "hooks_fired": '["greet"]'},
+        {"hooks_matched": "{not json", "hooks_fired": "[]"},
+        {"agent_model": "m1", "agent_tokens_total": 12.5},
+        {"agent_model": "m1", "agent_tokens_total": "34 tokens"},
+        {"agent_model": None, "agent_tokens_total": 100},
+        {"delivery_channel": None, "delivery_success": 1},
+        {"delivery_channel": "", "delivery_success": 2},
+        {"delivery_channel": "sms", "delivery_success": "true"},
+        {"started_at": T0 + 0.5},
+    ]  # fmt: skip
+    for i, fields in enumerate(odd):
+        ledger.request(**({"started_at": T0 + i * 60_000, "principal_id": "p1"} | fields))
+    for i in range(3):
+        ledger.request(started_at=T0 + i, principal_id=None, agent_model="m1",
+                       agent_tokens_total=100, delivery_channel="sms",
+                       delivery_success=1)  # fmt: skip
+
+
+def test_chart_totals_hold_on_odd_rows(page, live_server, operator, ledger, sign_in):
+    write_odd_requests(ledger)
+    window = urlencode({"since": T0 - HOUR, "until": T0 + 2 * HOUR})
+    sign_in("otto", next_url=f"/pipeline/?{window}")
+    walker = Walker(page.request, live_server.url)
+    page.wait_for_load_state("networkidle")
+    walker.visited.append(page.url)
+    walker.check_controls(page.url, [Control(**c) for c in page.evaluate(COLLECT_CONTROLS)])
+    check_charts(walker, page.url, page.evaluate(COLLECT_FIGURES), every=True)
     print("\n" + walker.summary())
     assert walker.failures == [], "\n" + "\n".join(walker.failures)
 

@@ -65,6 +65,10 @@ COLLECT_CONTROLS = """() => {
 POSITION_KEYS = {"after", "newer"}
 # Keys a link may drop when it sets another: a preset window replaces a custom range.
 REPLACED_BY = {"window": {"since", "until"}}
+# Parts a page loads after itself (URL pattern → the page's pattern): they show the page's view,
+# so they carry its filters, all but the keys that only say how the page itself behaves.
+PARTS = {"pipeline:chart": "pipeline:dashboard"}
+PAGE_ONLY_KEYS = {"refresh", "live"}
 COUNT_TEXT = re.compile(r"^([\d,]+)(?: similar failures?| requests?| sessions?)?$")
 LOGIN_PATH = "/accounts/login/"
 
@@ -86,6 +90,12 @@ class Control:
     def __post_init__(self):
         self.fields = [tuple(pair) for pair in self.fields]  # from JSON lists
 
+    @classmethod
+    def loaded_by_htmx(cls, url: str) -> "Control":
+        """A request htmx made by itself as the page loaded (its trigger may be gone)."""
+        return cls("hx-get", url, url, "(loaded with the page)", "", "", False, False, True, [],
+                   "get")  # fmt: skip
+
     @property
     def label(self) -> str:
         return f"{self.kind} {self.text!r}" + (f" #{self.id}" if self.id else "")
@@ -103,6 +113,7 @@ class Walker:
     followed_from: Counter = field(default_factory=Counter)  # page → controls followed
     counts: Counter = field(default_factory=Counter)
     followed_keys: set = field(default_factory=set)
+    reached: set = field(default_factory=set)  # URL patterns opened or followed
     follows: int = 0
 
     # -- recording ------------------------------------------------------------------------------
@@ -186,6 +197,7 @@ class Walker:
         if key in self.followed_keys or self.follows >= MAX_FOLLOWS:
             return False
         self.followed_keys.add(key)
+        self.reached.add(pattern_of(url))
         self.follows += 1
         self.followed_from[self.visited[-1] if self.visited else ""] += 1
         return True
@@ -312,13 +324,15 @@ def lost_filters(page_url: str, target: str, control: Control) -> set[str]:
     """Keys of the page's query that a view-changing control drops without meaning to.
 
     A control changes the view when it leads to the same page (another window, filter, sort or
-    page) or to the page's JSON twin; "clear filters", the header's menu and links to other
-    pages may drop what they like."""
+    page) or to the page's JSON twin; a part of the page (a dashboard chart, its JSON) shows
+    the same view. "Clear filters", the header's menu and links to other pages may drop what
+    they like."""
     clears = re.search(r"\bclear\b", control.text, re.I)
-    if not control.inMain or clears or not same_path(page_url, target):
+    part = PARTS.get(pattern_of(target)) == pattern_of(page_url)
+    if not control.inMain or clears or not (part or same_path(page_url, target)):
         return set()
     page, link = query_of(page_url), query_of(target)
-    droppable = set(POSITION_KEYS) | {"format"}
+    droppable = set(POSITION_KEYS) | {"format"} | (PAGE_ONLY_KEYS if part else set())
     for key, replaced in REPLACED_BY.items():
         if key in link:
             droppable |= replaced
@@ -351,6 +365,7 @@ SUMMED_COLUMN = {"tokens": "agent_tokens_total"}
 # The elements of one window checked against their lists (the largest, the smallest and some
 # between, per chart), and how many rows a summed element's list may have to be summed here.
 ELEMENTS_PER_CHART = 6
+ZEROS_PER_CHART = 10
 SUMS_PER_WINDOW = 1
 MAX_ROWS_TO_SUM = 20
 
@@ -384,20 +399,25 @@ def chart_elements(figures: list[dict]) -> list[ChartElement]:
     return elements
 
 
-def sample(elements: list[ChartElement]) -> list[ChartElement]:
-    """Per chart, the largest and smallest non-zero elements and evenly spaced ones between."""
+def sample(elements: list[ChartElement], every: bool = False) -> list[ChartElement]:
+    """Per chart, the non-zero elements, smallest first: all of them and some zero ones (a bar
+    of 0 over a list of rows is as wrong), or the largest, the smallest and evenly spaced ones
+    between."""
     chosen = []
     for chart in dict.fromkeys(e.chart for e in elements):
         ranked = sorted((e for e in elements if e.chart == chart and e.value),
                         key=lambda e: e.value)  # fmt: skip
-        if len(ranked) > ELEMENTS_PER_CHART:
+        if every:
+            zeros = [e for e in elements if e.chart == chart and e.value == 0]
+            ranked += zeros[:ZEROS_PER_CHART]
+        elif len(ranked) > ELEMENTS_PER_CHART:
             step = (len(ranked) - 1) / (ELEMENTS_PER_CHART - 1)
             ranked = [ranked[round(i * step)] for i in range(ELEMENTS_PER_CHART)]
         chosen += ranked
     return chosen
 
 
-def check_charts(walker: Walker, page_url: str, figures: list[dict]) -> None:
+def check_charts(walker: Walker, page_url: str, figures: list[dict], every: bool) -> None:
     """Every chart element with a value can be clicked, and its list totals that value."""
     elements = [e for e in chart_elements(figures) if e.chart not in DURATION_CHARTS]
     walker.counts["chart elements seen"] += len(elements)
@@ -405,11 +425,11 @@ def check_charts(walker: Walker, page_url: str, figures: list[dict]) -> None:
         if element.value and not (isinstance(element.url, str) and element.url.startswith("/")):
             walker.fail(page_url, f"{element} has no list to click through to ({element.url!r})")
     sums = 0
-    for element in sample(elements):
+    for element in sample(elements, every):
         if not isinstance(element.url, str) or not element.url.startswith("/"):
             continue
         column = SUMMED_COLUMN.get(element.chart)
-        if column is not None and sums >= SUMS_PER_WINDOW:
+        if column is not None and sums >= SUMS_PER_WINDOW and not every:
             continue
         sums += column is not None
         walker.counts["chart elements checked"] += 1
