@@ -170,7 +170,8 @@ def test_the_walker_follows_every_control_on_every_page(page, live_server, opera
     walker = Walker(page.request, live_server.url)
     # Parts a page loads by itself (hx-trigger="load") may replace their trigger: record them.
     loaded_by_htmx = []
-    page.on("request", lambda r: r.headers.get("hx-request") and loaded_by_htmx.append(r.url))
+    page.on("request", lambda r: r.headers.get("hx-request") and loaded_by_htmx.append(
+        Control.loaded_by_htmx(r.url, r.headers.get("hx-target", ""))))  # fmt: skip
     queue = deque(live_server.url + path for path in seed_pages(demo))
     visited = Counter(pattern_of(url) for url in queue)  # kinds opened or queued
     while queue and len(walker.visited) < MAX_PAGES:
@@ -183,7 +184,7 @@ def test_the_walker_follows_every_control_on_every_page(page, live_server, opera
         page_url = page.url  # after an intended redirect
         check_json_twin(walker, page_url)
         controls = [Control(**c) for c in page.evaluate(COLLECT_CONTROLS)]
-        controls += [Control.loaded_by_htmx(url) for url in loaded_by_htmx]
+        controls += loaded_by_htmx
         walker.check_controls(page_url, controls)
         if pattern == "pipeline:dashboard":
             # Every element of the default window; a sample of the others.
@@ -295,6 +296,11 @@ def test_session_filters_and_next_sessions_change_the_list(
     expect(page).to_have_url(re.compile(rf"persona={persona}"))
     expect(page).to_have_url(re.compile(r"status=all"))
     expect(page.locator("#results p").first).not_to_have_text(everything)
+    page.get_by_role("link", name="clear filters").click()
+    expect(page).to_have_url(re.compile(r"/sessions/$"))
+    expect(page.locator("h1")).to_have_text("Sessions")
+    expect(page.locator("#f-persona")).to_have_value("")
+    expect(rows).to_have_count(50)
 
 
 def test_a_tree_row_opens_its_turn_in_the_panel(page, live_server, operator, demo, sign_in):

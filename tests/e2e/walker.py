@@ -36,16 +36,26 @@ COLLECT_CONTROLS = """() => {
     try { return new URL(raw, location.href).href; } catch (e) { return null; }
   };
   const fields = (form) => [...new FormData(form)].filter(([, v]) => typeof v === "string");
+  // The element htmx swaps into, whose id it sends as HX-Target (hx-target is inherited).
+  const targetId = (el) => {
+    const spec = el.closest("[hx-target]")?.getAttribute("hx-target") || "this";
+    let target = el;
+    if (spec.startsWith("closest ")) target = el.closest(spec.slice(8));
+    else if (spec !== "this") target = document.querySelector(spec);
+    return target?.id || "";
+  };
   const controls = [];
   const add = (el, kind, raw, extra) => controls.push(Object.assign({
     kind, raw, url: raw === null ? null : resolved(raw), text: text(el),
     tag: el.tagName.toLowerCase(), id: el.id || "",
     current: ["true", "page"].includes(el.getAttribute("aria-current")),
-    selects: !!el.closest("[hx-select]"), inMain: !!el.closest("#main"), fields: [], method: "get"},
+    selects: el.closest("[hx-select]")?.getAttribute("hx-select") || "",
+    inMain: !!el.closest("#main"), target: "", fields: [], method: "get"},
     extra || {}));
   for (const el of document.querySelectorAll("a[href]")) add(el, "link", el.getAttribute("href"));
   for (const el of document.querySelectorAll("[hx-get]")) {
-    add(el, "hx-get", el.getAttribute("hx-get"), el.tagName === "FORM" ? {fields: fields(el)} : {});
+    add(el, "hx-get", el.getAttribute("hx-get"),
+        Object.assign({target: targetId(el)}, el.tagName === "FORM" ? {fields: fields(el)} : {}));
   }
   for (const el of document.querySelectorAll("[hx-post], [hx-put], [hx-patch], [hx-delete]")) {
     add(el, "hx-post", el.getAttribute("hx-post") || "", {method: "post"});
@@ -82,19 +92,19 @@ class Control:
     tag: str
     id: str
     current: bool
-    selects: bool  # under an hx-select: an htmx answer may be a whole page
+    selects: str  # hx-select (own or inherited): the part of the htmx answer that is swapped in
     inMain: bool  # in the page's main content (not the header's menu)
-    fields: list
-    method: str
+    target: str = ""  # the id of the element an htmx answer goes into (sent as HX-Target)
+    fields: list = field(default_factory=list)
+    method: str = "get"
 
     def __post_init__(self):
         self.fields = [tuple(pair) for pair in self.fields]  # from JSON lists
 
     @classmethod
-    def loaded_by_htmx(cls, url: str) -> "Control":
+    def loaded_by_htmx(cls, url: str, target: str) -> "Control":
         """A request htmx made by itself as the page loaded (its trigger may be gone)."""
-        return cls("hx-get", url, url, "(loaded with the page)", "", "", False, False, True, [],
-                   "get")  # fmt: skip
+        return cls("hx-get", url, url, "(loaded with the page)", "", "", False, "", True, target)
 
     @property
     def label(self) -> str:
@@ -133,8 +143,12 @@ class Walker:
 
     # -- HTTP -------------------------------------------------------------------------------------
 
-    def get(self, url: str, *, htmx: bool = False):
-        headers = {"HX-Request": "true", "HX-Current-URL": url} if htmx else {}
+    def get(self, url: str, *, htmx: bool = False, target: str = ""):
+        """GET as a person's browser would, or as htmx would (its request headers)."""
+        headers = {}
+        if htmx:
+            headers = {"HX-Request": "true", "HX-Current-URL": url}
+            headers |= {"HX-Target": target} if target else {}
         return self.http.get(url, headers=headers, max_redirects=5)
 
     def json(self, url: str, where: str):
@@ -228,7 +242,7 @@ class Walker:
     def follow(self, page_url, control, url, htmx, page_text) -> None:
         kind = f"{control.kind}{' (htmx)' if htmx else ''} followed"
         self.counts[kind] += 1
-        response = self.get(url, htmx=htmx)
+        response = self.get(url, htmx=htmx, target=control.target)
         where = f"{self.short(page_url)}: {control.label} → {self.short(url)}"
         final = response.url
         if not response.ok:
@@ -243,6 +257,8 @@ class Walker:
             self.check_json_twin(page_url, url, where, content_type, response)
         elif htmx and not control.selects and re.search(r"<html[\s>]", body, re.I):
             self.failures.append(f"{where} answers a whole page to htmx (no partial)")
+        elif htmx and control.selects.startswith("#") and not has_id(body, control.selects[1:]):
+            self.failures.append(f"{where} answers no {control.selects} for its hx-select")
         if page_text is not None and self.changes_view(page_url, url, control) and not htmx:
             if main_text(body) == page_text:
                 self.failures.append(f"{where} claims to change the view; the page says the same")
@@ -339,6 +355,11 @@ def lost_filters(page_url: str, target: str, control: Control) -> set[str]:
     if "refresh" in page and re.search(r"\bstop\b", control.text, re.I):
         droppable.add("refresh")
     return set(page) - set(link) - droppable
+
+
+def has_id(html: str, element_id: str) -> bool:
+    doc = html5lib.parse(html, namespaceHTMLElements=False)
+    return any(el.get("id") == element_id for el in doc.iter())
 
 
 def main_text(html: str) -> str:
