@@ -143,6 +143,11 @@ def _panel_html(ctx: dict) -> dict:
 @require_GET
 def turn_detail(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     session = _get_session(session_id)
+    if request.htmx and request.htmx.target == "tree":
+        # (Un)folding on a turn's address: the tree alone, the turn still selected.
+        return _render_with_rows(
+            request, "sessions/detail.html#tree", _session_context(request, session, turn_id)
+        )
     if request.htmx and not request.htmx.history_restore_request:
         # The panel beside the tree: the tree is already on the page.
         info = turn_info(turn_id)

@@ -316,6 +316,26 @@ def test_a_tree_row_opens_its_turn_in_the_panel(page, live_server, operator, dem
     expect(page.locator(f"#turn-{other}")).to_have_class(re.compile("selected"))
 
 
+@pytest.mark.parametrize("on", ["session", "turn"])
+def test_unfold_all_shows_the_whole_tree_and_folds_back(
+    page, live_server, operator, demo, sign_in, on
+):
+    session = most_branched_session(demo)
+    turn = one(demo, "SELECT id FROM turns WHERE session_id = ? ORDER BY id", session)
+    address = f"/sessions/{session}/" + (f"turns/{turn}/" if on == "turn" else "")
+    sign_in("otto", next_url=address)
+    rows = page.locator("#tree .tree-row")
+    folded = rows.count()
+    page.get_by_role("link", name="unfold all").click()
+    expect(page.get_by_role("link", name="fold straight stretches")).to_be_visible()
+    assert rows.count() >= folded > 0
+    if on == "turn":
+        expect(page.locator(f"#turn-{turn}")).to_have_class(re.compile("selected"))
+    page.get_by_role("link", name="fold straight stretches").click()
+    expect(page.get_by_role("link", name="unfold all")).to_be_visible()
+    expect(rows).to_have_count(folded)
+
+
 def test_an_operator_forks_the_demo_and_logs_out(page, live_server, operator, demo, sign_in):
     session = most_branched_session(demo)
     head = one(demo, "SELECT current_turn_id FROM sessions WHERE id = ?", session)
