@@ -253,6 +253,14 @@ def text_of(page, selector: str) -> str:
     return " ".join(page.locator(selector).first.inner_text().split())
 
 
+def first_page_of_rows(page, sign_in, address: str, table: str):
+    """Open a list as the operator: its rows, once the first page of 50 is there."""
+    sign_in("otto", next_url=address)
+    rows = page.locator(f"{table} tbody tr:not(.more)")
+    expect(rows).to_have_count(50)
+    return rows
+
+
 def test_window_buttons_change_the_dashboard(page, live_server, operator, demo, sign_in):
     sign_in("otto", next_url="/pipeline/?window=24h")
     expect(page.locator("#chart-throughput .main-svg").first).to_be_visible()
@@ -267,9 +275,7 @@ def test_window_buttons_change_the_dashboard(page, live_server, operator, demo, 
 def test_request_filters_and_older_requests_change_the_list(
     page, live_server, operator, demo, sign_in
 ):
-    sign_in("otto", next_url="/pipeline/requests/?window=30d")
-    rows = page.locator("table.requests tbody tr:not(.more)")
-    expect(rows).to_have_count(50)
+    rows = first_page_of_rows(page, sign_in, "/pipeline/requests/?window=30d", "table.requests")
     everything = text_of(page, "#results .card-head")
     page.select_option("#f-status", "failed")
     expect(page).to_have_url(re.compile(r"status=failed"))
@@ -285,9 +291,7 @@ def test_request_filters_and_older_requests_change_the_list(
 def test_session_filters_and_next_sessions_change_the_list(
     page, live_server, operator, demo, sign_in
 ):
-    sign_in("otto", next_url="/sessions/?status=all")
-    rows = page.locator("table.sessions tbody tr:not(.more)")
-    expect(rows).to_have_count(50)
+    rows = first_page_of_rows(page, sign_in, "/sessions/?status=all", "table.sessions")
     everything = text_of(page, "#results p")
     page.get_by_role("link", name=re.compile(r"Next 50 sessions")).click()
     expect(rows).to_have_count(100)
@@ -296,6 +300,10 @@ def test_session_filters_and_next_sessions_change_the_list(
     expect(page).to_have_url(re.compile(rf"persona={persona}"))
     expect(page).to_have_url(re.compile(r"status=all"))
     expect(page.locator("#results p").first).not_to_have_text(everything)
+    table = text_of(page, "table.sessions tbody")
+    page.select_option("#f-sort", "created")
+    expect(page).to_have_url(re.compile(r"sort=created"))
+    expect(page.locator("table.sessions tbody")).not_to_have_text(table)
     page.get_by_role("link", name="clear filters").click()
     expect(page).to_have_url(re.compile(r"/sessions/$"))
     expect(page.locator("h1")).to_have_text("Sessions")

@@ -385,7 +385,7 @@ DURATION_CHARTS = {"stage-timings"}
 SUMMED_COLUMN = {"tokens": "agent_tokens_total"}
 # The elements of one window checked against their lists (the largest, the smallest and some
 # between, per chart), and how many rows a summed element's list may have to be summed here.
-ELEMENTS_PER_CHART = 6
+ELEMENTS_PER_CHART = 4
 ZEROS_PER_CHART = 10
 SUMS_PER_WINDOW = 1
 MAX_ROWS_TO_SUM = 20
@@ -393,7 +393,8 @@ MAX_ROWS_TO_SUM = 20
 
 @dataclass
 class ChartElement:
-    chart: str
+    slug: str
+    chart: str  # the slug, and the figure's axis title when a chart has several figures
     trace: str
     label: object
     value: object
@@ -407,6 +408,10 @@ def chart_elements(figures: list[dict]) -> list[ChartElement]:
     """The bars of every figure (lines, boxes and markers show rates and spreads, not rows)."""
     elements = []
     for item in figures:
+        # A chart of several figures (sources: by event source, by principal) names each by its
+        # axis title.
+        axis = (item["figure"].get("layout", {}).get("xaxis") or {}).get("title")
+        chart = f"{item['chart']} ({axis})" if isinstance(axis, str) else item["chart"]
         for trace in item["figure"].get("data", []):
             if trace.get("type") != "bar":
                 continue
@@ -416,7 +421,9 @@ def chart_elements(figures: list[dict]) -> list[ChartElement]:
             urls = trace.get("customdata") or [None] * len(values)
             for label, value, url in zip(labels, values, urls, strict=False):
                 url = url[0] if isinstance(url, list) and url else url
-                elements.append(ChartElement(item["chart"], trace.get("name"), label, value, url))
+                elements.append(
+                    ChartElement(item["chart"], chart, trace.get("name"), label, value, url)
+                )
     return elements
 
 
@@ -440,7 +447,7 @@ def sample(elements: list[ChartElement], every: bool = False) -> list[ChartEleme
 
 def check_charts(walker: Walker, page_url: str, figures: list[dict], every: bool) -> None:
     """Every chart element with a value can be clicked, and its list totals that value."""
-    elements = [e for e in chart_elements(figures) if e.chart not in DURATION_CHARTS]
+    elements = [e for e in chart_elements(figures) if e.slug not in DURATION_CHARTS]
     walker.counts["chart elements seen"] += len(elements)
     for element in elements:
         if element.value and not (isinstance(element.url, str) and element.url.startswith("/")):
@@ -449,7 +456,7 @@ def check_charts(walker: Walker, page_url: str, figures: list[dict], every: bool
     for element in sample(elements, every):
         if not isinstance(element.url, str) or not element.url.startswith("/"):
             continue
-        column = SUMMED_COLUMN.get(element.chart)
+        column = SUMMED_COLUMN.get(element.slug)
         if column is not None and sums >= SUMS_PER_WINDOW and not every:
             continue
         sums += column is not None
