@@ -3,7 +3,11 @@ answer: every chart read from stored hours equals the same chart read live from 
 and without filters, on messy rows; and a stored hour is not trusted once its rows change."""
 
 import json
+import os
 import random
+import re
+import sqlite3
+from contextlib import closing
 
 import pytest
 from builders import LEDGER_DB, T0
@@ -12,7 +16,7 @@ from django.db import connections
 from ledgerweb.db import LEDGER
 from pipeline import rollups
 from pipeline.charts import CHARTS
-from pipeline.models import RollupFact, RollupHour
+from pipeline.models import RollupFact, RollupHour, RollupLedger
 
 pytestmark = LEDGER_DB
 H = rollups.HOUR
@@ -237,3 +241,117 @@ def test_the_top_principals_are_exact_when_the_live_part_changes_the_order(viewe
         "principal_id": "rising", "total": 7, "by_status": {"completed": 7}, "failure_rate": 0.0
     }  # fmt: skip
     assert [p["principal_id"] for p in principals[1:]] == [f"stored-{i:02d}" for i in range(9)]
+
+
+# -- Stored hours are tied to this ledger and to each hour's content ---------------------------
+
+
+# The first completed request of an hour (bound: the hour's start and end).
+FIRST_COMPLETED = """rowid = (SELECT min(rowid) FROM nexus_requests
+    WHERE status = 'completed' AND started_at >= ? AND started_at < ?)"""
+
+
+def live_charts(client, query: str, monkeypatch) -> dict:
+    """Every chart read from the ledger alone, as if nothing were stored."""
+    with monkeypatch.context() as m:
+        m.setattr(rollups, "plan", lambda since, until, **kw: rollups.Plan([], [(since, until)]))
+        return every_chart(client, query)
+
+
+def swap_statuses(conn) -> None:
+    """Completed rows fail and failed ones complete: same rows per hour, other figures."""
+    conn.execute(
+        """UPDATE nexus_requests SET status = CASE status WHEN 'completed' THEN 'failed'
+               WHEN 'failed' THEN 'completed' ELSE status END,
+           agent_tokens_total = 7"""
+    )
+
+
+@changing
+def test_a_ledger_replaced_at_the_same_path_shows_its_own_figures(
+    viewer_client, ledger, monkeypatch
+):
+    """Another file at the same path with the same rows per hour, even the same rowids and start
+    times, but other requests: none of the old ledger's stored hours is read."""
+    messy_requests(ledger)
+    every_chart(viewer_client, WINDOW)  # stores the old ledger's hours
+    monkeypatch.setattr(rollups, "VERIFY_ROWS", 0)  # the content check sees one hour a chart
+
+    replacement = ledger.path.with_name("replacement.sqlite3")
+    with closing(sqlite3.connect(replacement, isolation_level=None)) as new:
+        ledger.conn.backup(new)
+        new.execute("UPDATE nexus_requests SET id = 'other-' || id")
+        swap_statuses(new)
+    connections[LEDGER].close()  # a restart: the next request opens the new file
+    ledger.conn.close()
+    os.replace(replacement, ledger.path)  # as `ledger_demo --replace` does
+
+    assert every_chart(viewer_client, WINDOW) == live_charts(viewer_client, WINDOW, monkeypatch)
+    assert RollupLedger.objects.count() == 2  # the old ledger's hours are kept apart
+
+
+@changing
+def test_a_row_deleted_and_another_inserted_in_a_stored_hour_is_counted(
+    viewer_client, ledger, monkeypatch
+):
+    messy_requests(ledger)
+    every_chart(viewer_client, WINDOW)
+    monkeypatch.setattr(rollups, "VERIFY_ROWS", 0)  # found by the census, not the content check
+    hour = T0 + 3 * H
+    ledger.conn.execute(f"DELETE FROM nexus_requests WHERE {FIRST_COMPLETED}", (hour, hour + H))
+    ledger.request(started_at=hour + 60_000, status="failed", error_stage="runAgent")
+
+    charts = every_chart(viewer_client, WINDOW)
+    assert charts == live_charts(viewer_client, WINDOW, monkeypatch)
+    assert RollupHour.objects.get(hour=hour).requests == ledger_hourly_totals(ledger)[hour]
+
+
+@changing
+def test_a_settled_row_edited_in_place_shows_its_new_values(viewer_client, ledger, monkeypatch):
+    messy_requests(ledger)
+    every_chart(viewer_client, WINDOW)
+    hour = T0 + 3 * H
+    ledger.conn.execute(
+        f"""UPDATE nexus_requests SET status = 'failed', agent_tokens_total = 99999,
+                agent_model = 'sonnet' WHERE {FIRST_COMPLETED}""",
+        (hour, hour + H),
+    )
+    charts = every_chart(viewer_client, WINDOW)
+    assert charts == live_charts(viewer_client, WINDOW, monkeypatch)
+    assert sum(charts["tokens"]["models"]["sonnet"]) >= 99999
+
+
+def test_the_content_checksum_covers_every_column_the_facts_read():
+    """An edit of a column the charts read but the checksum skips would go unseen."""
+    from ledgerweb import schema, sqlite
+
+    items = sqlite.json_object_items("stage_timings")  # as rollups._raw_timings reads them
+    queries = " ".join(
+        [*rollups.FACTS.values(), rollups.TIMINGS.format(items=items, where="", bucket="")]
+    )
+    read = {
+        column.name
+        for column in schema.expected_columns()["nexus_requests"]
+        if re.search(rf"\b{column.name}\b", queries)
+    }
+    assert read == set(rollups.FACT_COLUMNS)
+
+
+@changing
+def test_an_edit_in_an_hour_the_content_check_has_not_reached_is_found_on_a_later_chart(
+    viewer_client, ledger, monkeypatch
+):
+    """Each plan re-reads only the hours verified longest ago (VERIFY_ROWS rows): an edit in
+    any stored hour is found within as many plans as there are stored hours."""
+    messy_requests(ledger)
+    every_chart(viewer_client, WINDOW)
+    monkeypatch.setattr(rollups, "VERIFY_ROWS", 0)  # one hour a plan
+    hour = T0 + 3 * H
+    ledger.conn.execute(
+        f"UPDATE nexus_requests SET status = 'failed' WHERE {FIRST_COMPLETED}", (hour, hour + H)
+    )
+    live = live_charts(viewer_client, WINDOW, monkeypatch)
+    for _ in range(len(stored_hours())):
+        rollups._plans._kept.clear()  # as after the ledger's next commit
+        hourly_totals(viewer_client)
+    assert every_chart(viewer_client, WINDOW) == live
