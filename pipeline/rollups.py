@@ -165,6 +165,9 @@ class Plan:
     def live_part(self) -> "Plan":
         return Plan([], self.live, self.processing, self.ledger)
 
+    def with_live(self, start: int, end: int) -> "Plan":
+        return Plan(self.stored, _merged([*self.live, (start, end)]), self.processing, self.ledger)
+
 
 @dataclass
 class Scope:
@@ -258,18 +261,23 @@ def plan(
     what the ledger's own hours cost."""
     if since_ms >= until_ms:
         return Plan([], [])
-    first, last = since_ms // HOUR * HOUR, -(-until_ms // HOUR) * HOUR
-    settled_end = min(last, (now_ms() - SETTLE_MS) // HOUR * HOUR)
+    first = since_ms // HOUR * HOUR
+    settled_end = (now_ms() - SETTLE_MS) // HOUR * HOUR
     if first >= settled_end:
         return Plan([], [(since_ms, until_ms)])
-    return _plans.get(
-        (str(ledger_path_of()), since_ms, until_ms, settled_end),
+    # Past the settled hours a window is read live whatever its end: the plan is kept without
+    # it, so that a preset window ("the last 30 days", ending now) finds it again on the next
+    # chart and the next page, not only when `until` repeats to the millisecond.
+    head_end = min(until_ms, settled_end)
+    head = _plans.get(
+        (str(ledger_path_of()), since_ms, head_end),
         lambda: _make_plan(
-            since_ms, until_ms, first, settled_end,
+            since_ms, head_end, first, min(-(-head_end // HOUR) * HOUR, settled_end),
             BUILD_BUDGET_S if budget_s is None else budget_s,
             VERIFY_ROWS if verify_rows is None else verify_rows,
         ),
     )  # fmt: skip
+    return head if head_end == until_ms else head.with_live(head_end, until_ms)
 
 
 def _make_plan(

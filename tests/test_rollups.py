@@ -7,6 +7,7 @@ import os
 import random
 import re
 import sqlite3
+import time
 from contextlib import closing
 
 import pytest
@@ -355,3 +356,23 @@ def test_an_edit_in_an_hour_the_content_check_has_not_reached_is_found_on_a_late
         rollups._plans._kept.clear()  # as after the ledger's next commit
         hourly_totals(viewer_client)
     assert every_chart(viewer_client, WINDOW) == live
+
+
+def test_a_preset_window_reuses_its_plan_while_the_ledger_is_unchanged(
+    viewer_client, ledger, monkeypatch
+):
+    """The dashboard asks for ?window=30d, which ends now: a new `until` on every chart must not
+    make the plan (the census of 720 hours) again."""
+    from ledgerweb.timestamps import now_ms
+
+    for days in (3, 9, 20):
+        ledger.request(started_at=now_ms() - days * 24 * H)
+    censuses = []
+    census = rollups.census
+    monkeypatch.setattr(rollups, "census", lambda *a: censuses.append(a) or census(*a))
+    first = viewer_client.get("/pipeline/charts/throughput/?window=30d&format=json").json()
+    time.sleep(0.002)  # the next chart's window ends a few ms later
+    second = viewer_client.get("/pipeline/charts/sources/?window=30d&format=json").json()
+    assert len(censuses) == 1
+    assert sum(b["total"] for b in first["buckets"]) == 3
+    assert sum(s["total"] for s in second["event_source"]) == 3
