@@ -21,6 +21,7 @@ inserted, a settled row was edited) is rebuilt or read live. See docs/decisions.
 """
 
 import json
+import math
 import time
 import uuid
 import zlib
@@ -49,9 +50,12 @@ _plans = sqlite.WhileUnchanged(keep=64)
 # A stage timing above this (a year) is junk, not a duration: 1e400 in the JSON reads as inf.
 MAX_STAGE_MS = 365 * 86_400_000
 # Settled rows a plan re-reads to check the content of the stored hours verified longest ago
-# (at least one hour): reading rows costs ~5-10 us each on a 1M-request ledger, where the
-# index-only census costs ~0.1 us a row. `ledger_rollup` verifies every stored hour.
-VERIFY_ROWS = 5_000
+# (at least one hour), at most every VERIFY_EVERY_S per worker (a dashboard's seven charts after
+# a commit pay for it once): reading rows costs ~10-30 us each on a 1M-request ledger, where the
+# index-only census costs ~0.1 us a row. `ledger_rollup` re-reads every stored hour.
+VERIFY_ROWS = 2_000
+VERIFY_EVERY_S = 10.0
+_content_checked_at = -math.inf  # time.monotonic() of this worker's last re-read
 # A ledger's anchor moves to its newest request at most this often (so that retention, which
 # removes the oldest requests, never takes it), and a key not recognised for FORGET_MS (a
 # replaced ledger's) is forgotten with its hours.
@@ -338,9 +342,14 @@ def _stored_hours(key: str, first: int, end: int) -> dict[int, _StoredHour]:
 
 def _edited_hours(key: str, candidates: dict[int, _StoredHour], max_rows: float) -> set[int]:
     """Re-read the content of the candidate hours verified longest ago, up to `max_rows` settled
-    rows (at least one hour), and return those whose checksum moved: a settled row edited in
+    rows (at least one hour; all of them with no limit, else at most every VERIFY_EVERY_S), and
+    return those whose checksum moved: a settled row edited in
     place (outside the ledger's lifecycle, but it happens). Their stored hours are dropped, the
     others marked verified now."""
+    global _content_checked_at
+    if max_rows != math.inf and time.monotonic() - _content_checked_at < VERIFY_EVERY_S:
+        return set()
+    _content_checked_at = time.monotonic()
     picked, rows = [], 0
     for hour in sorted(candidates, key=lambda h: (candidates[h].verified_at, -h)):
         if picked and rows + candidates[hour].requests > max_rows:
@@ -383,9 +392,8 @@ def _clipped(ranges, since_ms: int, until_ms: int) -> list[tuple[int, int]]:
 # the started_at index alone (which holds the rowid). A row deleted and another inserted moves
 # the digest (a new rowid, another start); so does another ledger with the same counts. total():
 # exact below 2**53, never an overflow error, and the same for the same rows.
-_IN_HOUR = f"FROM nexus_requests WHERE started_at >= {{0}} AND started_at < {{0}} + {HOUR}"
-_ROWS = f"SELECT count(*) {_IN_HOUR}"
-_DIGEST = f"SELECT total(rowid * 7919 + (started_at - {{0}})) {_IN_HOUR}"
+_FINGERPRINT = f"""SELECT json_array(count(*), total(rowid * 7919 + (started_at - {{0}})))
+    FROM nexus_requests WHERE started_at >= {{0}} AND started_at < {{0}} + {HOUR}"""
 
 
 def census(since_ms: int, until_ms: int) -> dict[int, tuple[int, float]]:
@@ -400,11 +408,10 @@ def census(since_ms: int, until_ms: int) -> dict[int, tuple[int, float]]:
                 UNION ALL
                 SELECT {next_hour.format(f"hour.start + {HOUR}")} FROM hour
                 WHERE hour.start < %s)
-            SELECT start, ({_ROWS.format("start")}), ({_DIGEST.format("start")})
-            FROM hour WHERE start < %s""",
+            SELECT start, ({_FINGERPRINT.format("start")}) FROM hour WHERE start < %s""",
         [since_ms, until_ms, until_ms],
     )
-    return {start: (n, digest) for start, n, digest in rows}
+    return {start: tuple(json.loads(fingerprint)) for start, fingerprint in rows}
 
 
 def content_checksums(hours: list[int]) -> dict[int, int]:
@@ -455,8 +462,8 @@ def build_hour(key: str, hour: int, expected: int, digest: float) -> bool:
         facts = {kind: _raw_facts(kind, HOUR, where, params) for kind in FACTS}
         if sum(r[5] for r in facts["source"]) != expected:
             return False
-        ((rows_digest,),) = sqlite.rows(f"SELECT ({_DIGEST.format('%s')})", [hour] * 3)
-        if rows_digest != digest:
+        ((fingerprint,),) = sqlite.rows(f"SELECT ({_FINGERPRINT.format('%s')})", [hour] * 3)
+        if json.loads(fingerprint)[1] != digest:
             return False
         timings = _raw_timings(where, params)
         content = content_checksums([hour])[hour]

@@ -4,6 +4,7 @@ and without filters, on messy rows; and a stored hour is not trusted once its ro
 
 import io
 import json
+import math
 import os
 import random
 import re
@@ -32,8 +33,10 @@ BUSY_HOUR = T0 + 5 * H  # holds a request still processing: always read live
 
 @pytest.fixture(autouse=True)
 def time_to_build_every_hour(monkeypatch):
-    """A loaded test machine must not leave hours unbuilt (the default budget is 1 s)."""
+    """A loaded test machine must not leave hours unbuilt (the default budget is 1 s), and each
+    plan re-reads stored hours' content (by default at most every VERIFY_EVERY_S)."""
     monkeypatch.setattr(rollups, "BUILD_BUDGET_S", 60)
+    monkeypatch.setattr(rollups, "VERIFY_EVERY_S", 0)
 
 
 def messy_requests(ledger, seed: int = 7) -> None:
@@ -395,3 +398,21 @@ def test_ledger_rollup_re_reads_every_stored_hour_and_rebuilds_an_edited_one(
     call_command("ledger_rollup", days=days, stdout=io.StringIO(), stderr=io.StringIO())
     assert RollupHour.objects.get(hour=hour).built_at > built
     assert every_chart(viewer_client, WINDOW) == live_charts(viewer_client, WINDOW, monkeypatch)
+
+
+def test_the_charts_of_a_dashboard_re_read_stored_content_once_per_interval(
+    viewer_client, ledger, monkeypatch
+):
+    """After each ledger commit every chart makes its plan again; the content re-read (rows, not
+    the index) is paid once per VERIFY_EVERY_S by a worker, not by every chart."""
+    messy_requests(ledger)
+    every_chart(viewer_client, WINDOW)  # builds
+    monkeypatch.setattr(rollups, "VERIFY_EVERY_S", 3600)
+    monkeypatch.setattr(rollups, "_content_checked_at", -math.inf)
+    reads = []
+    checksums = rollups.content_checksums
+    monkeypatch.setattr(rollups, "content_checksums", lambda h: reads.append(h) or checksums(h))
+    for slug in CHARTS:
+        rollups._plans._kept.clear()  # as after a commit
+        viewer_client.get(f"/pipeline/charts/{slug}/?{WINDOW}&format=json")
+    assert len(reads) == 1
