@@ -61,6 +61,7 @@ _content_checked_at = -math.inf  # time.monotonic() of this worker's last re-rea
 # replaced ledger's) is forgotten with its hours.
 REFRESH_MS = HOUR
 FORGET_MS = 24 * HOUR
+FORGET_ROWS = 50_000
 
 # Every query returns (bucket, source, persona, key, sub, n, total, last), grouped. {bucket} is
 # the start of the row's time bucket, {where} selects the rows (time ranges and filters).
@@ -238,17 +239,20 @@ def _newest_request() -> tuple[str, int] | None:
 
 def _forget_stale_ledgers(path: str, now: int) -> None:
     """Delete the hours of ledgers once at this path and not recognised for FORGET_MS (not at
-    once: a worker's open connection may still read a replaced file for a minute)."""
-    stale = list(
-        RollupLedger.objects.filter(path=path, seen_at__lt=now - FORGET_MS).values_list(
-            "key", flat=True
-        )
-    )
-    if stale:
+    once: a worker's open connection may still read a replaced file for a minute), at most
+    FORGET_ROWS rows of each table a call (a 1M-request ledger's month is ~900,000 rows, ~2 s to
+    delete): the rest goes at the next call, and the key with its last rows."""
+    stale = RollupLedger.objects.filter(path=path, seen_at__lt=now - FORGET_MS)
+    for key in list(stale.values_list("key", flat=True)):
         with transaction.atomic(using="default"):
-            for model in (RollupHour, RollupFact, RollupTimings):
-                model.objects.filter(ledger__in=stale).delete()
-            RollupLedger.objects.filter(key__in=stale).delete()
+            left = False
+            for model in (RollupFact, RollupTimings, RollupHour):
+                batch = model.objects.filter(ledger=key).values("pk")[:FORGET_ROWS]
+                deleted, _ = model.objects.filter(pk__in=batch).delete()
+                left = left or deleted == FORGET_ROWS
+            if left:
+                return
+            RollupLedger.objects.filter(key=key).delete()
 
 
 # -- Planning -------------------------------------------------------------------------------------

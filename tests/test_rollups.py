@@ -21,7 +21,7 @@ from ledgerweb.db import LEDGER
 from ledgerweb.timestamps import now_ms
 from pipeline import rollups
 from pipeline.charts import CHARTS
-from pipeline.models import RollupFact, RollupHour, RollupLedger
+from pipeline.models import RollupFact, RollupHour, RollupLedger, RollupTimings
 
 pytestmark = LEDGER_DB
 H = rollups.HOUR
@@ -416,3 +416,26 @@ def test_the_charts_of_a_dashboard_re_read_stored_content_once_per_interval(
         rollups._plans._kept.clear()  # as after a commit
         viewer_client.get(f"/pipeline/charts/{slug}/?{WINDOW}&format=json")
     assert len(reads) == 1
+
+
+def test_a_replaced_ledgers_hours_are_forgotten_a_day_later_a_batch_at_a_time(
+    viewer_client, ledger, monkeypatch
+):
+    messy_requests(ledger)
+    every_chart(viewer_client, WINDOW)
+    (old,) = RollupLedger.objects.all()
+    old_facts = RollupFact.objects.filter(ledger=old.key).count()
+    # Another ledger was here, unseen for two days: its anchor is not in this file.
+    old.anchor_id, old.seen_at = "gone", now_ms() - 48 * H
+    old.save()
+    monkeypatch.setattr(rollups, "FORGET_ROWS", old_facts // 3 + 1)
+
+    rollups._plans._kept.clear()
+    every_chart(viewer_client, WINDOW)  # a new key for this ledger, and a first batch forgotten
+    assert 0 < RollupFact.objects.filter(ledger=old.key).count() < old_facts
+    for _ in range(3):
+        rollups._forget_stale_ledgers(old.path, now_ms())
+    assert not RollupLedger.objects.filter(key=old.key).exists()
+    for model in (RollupHour, RollupFact, RollupTimings):
+        assert not model.objects.filter(ledger=old.key).exists()
+    assert RollupHour.objects.exists()  # this ledger's own hours
