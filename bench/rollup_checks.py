@@ -97,7 +97,7 @@ def _checks(since: int, until: int) -> dict[str, tuple]:
     return {
         "which ledger (anchor lookup)": (rollups.ledger_key, 1),
         "census: count per hour (before)": (lambda: _count_only(since, end), n),
-        "census: count + rowid/start digest per hour": (lambda: rollups.census(since, end), n),
+        "census: count + rowid sum per hour": (lambda: rollups.census(since, end), n),
         "'processing' rows per hour": (lambda: rollups.processing_counts(since, end), n),
         f"content of the {len(batch)} hours verified longest ago (one plan)": (
             lambda: rollups.content_checksums(batch), batch_rows),

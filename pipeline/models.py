@@ -85,9 +85,9 @@ class RollupLedger(models.Model):
 
 class RollupHour(models.Model):
     """One settled hour of one ledger whose facts are stored, with the fingerprints each chart
-    checks before trusting them: the hour's settled row count and a digest of its rows' rowids
-    and start times (both from the started_at index, every chart), and a checksum of the columns
-    the facts read (re-read a few hours per chart, those verified longest ago)."""
+    checks before trusting them: the hour's settled row count and the sum of its rows' rowids
+    (both from the started_at index, every chart), and a checksum of the columns the facts read
+    (re-read a few hours per chart, those verified longest ago)."""
 
     ledger = models.TextField()  # RollupLedger.key
     hour = TimestampMs()  # start of the hour, Unix ms
