@@ -205,7 +205,9 @@ def doc(checks, charts, args, seconds: float, before: dict, rollups: str) -> str
   rollups: {rollups}. VERIFY_ROWS = {r.VERIFY_ROWS:,}, VERIFY_EVERY_S = {r.VERIFY_EVERY_S:g}.
   Whole run {seconds:.0f} s.
 - Each check inside one read transaction, as in a request; median and max of {args.runs} runs
-  ({max(3, args.runs // 4)} for those reading more than 200,000 rows).
+  ({max(3, args.runs // 4)} for those reading more than 200,000 rows). On a loaded machine (see
+  the load average) a figure can move by half from one run to the next: a whole plan, which
+  includes the census, may measure less than the census alone.
 
 | check (pipeline/rollups.py) | window | ledger rows | median ms | max ms |
 |---|---|--:|--:|--:|

@@ -13,11 +13,11 @@ facts cover its other rows, and its 'processing' rows are always read live.
 Invalidation: stored hours belong to one ledger (ledger_key: a random key, recognised by one of
 the ledger's requests, so a file replaced at the same path starts afresh), and each is stored
 with fingerprints of its rows. Every plan compares, per hour, the count of settled rows and the
-sum of all rows' rowids (the started_at index alone: cheap) with the ledger's,
-and re-reads the content (a checksum of the columns the facts read) of the stored hours it
-verified longest ago, up to VERIFY_ROWS rows. An hour whose fingerprint moved (a request
-finished, retention took rows out, a late writer added some, a row was deleted and another
-inserted, a settled row was edited) is rebuilt or read live. See docs/decisions.md.
+sum of all rows' rowids (the started_at index alone: cheap) with the ledger's, and re-reads the
+content (a checksum of the columns the facts read) of the stored hours verified longest ago, up
+to VERIFY_ROWS rows. An hour whose fingerprint moved (a request finished, retention took rows
+out, a late writer added some, a row was deleted and another inserted, a settled row was
+edited) is rebuilt or read live. See docs/decisions.md.
 """
 
 import json
