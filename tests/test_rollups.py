@@ -342,7 +342,7 @@ def test_the_content_checksum_covers_every_column_the_facts_read():
         for column in schema.expected_columns()["nexus_requests"]
         if re.search(rf"\b{column.name}\b", queries)
     }
-    assert read == set(rollups.FACT_COLUMNS)
+    assert read <= set(rollups.FACT_COLUMNS)
 
 
 @changing

@@ -12,7 +12,7 @@ def forget_rollups_keyed_by_path(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("pipeline", "0002_rollups"),
+        ("pipeline", "0003_rollups_rebuilt_for_new_facts"),
     ]
 
     operations = [
