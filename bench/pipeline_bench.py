@@ -31,6 +31,7 @@ from bench.sessions_bench import (
     query,
     run_header,
     scalar,
+    superuser_client,
     table,
 )
 
@@ -121,16 +122,10 @@ def build_rollups() -> str:
 
 
 def measure(todo: list[dict], runs: int, slow_runs: int, warmup: int) -> list[dict]:
-    from django.contrib.auth import get_user_model
     from django.db import connections
-    from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    user, _ = get_user_model().objects.get_or_create(
-        username="bench", defaults={"is_superuser": True, "is_staff": True}
-    )
-    client = Client()
-    client.force_login(user)
+    client = superuser_client()
 
     def get(url):
         start = time.perf_counter()

@@ -285,22 +285,29 @@ def cases() -> list[tuple[Path, list[dict]]]:
 # -- Measuring (in a child process per ledger) ---------------------------------------------------
 
 
-def measure(ledger: Path, todo: list[dict], runs: int, warmup: int) -> list[dict]:
-    os.environ.update(ENV, LEDGER_DB=str(ledger))
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
+def superuser_client():
+    """Django's test client, signed in as the bench's superuser (created when missing)."""
     from django.contrib.auth import get_user_model
-    from django.db import connections
     from django.test import Client
-    from django.test.utils import CaptureQueriesContext
 
     user, _ = get_user_model().objects.get_or_create(
         username="bench", defaults={"is_superuser": True, "is_staff": True}
     )
     client = Client()
     client.force_login(user)
+    return client
+
+
+def measure(ledger: Path, todo: list[dict], runs: int, warmup: int) -> list[dict]:
+    os.environ.update(ENV, LEDGER_DB=str(ledger))
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    client = superuser_client()
     results = []
     for c in todo:
 

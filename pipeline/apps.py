@@ -15,6 +15,9 @@ def register_sql_functions(sender, connection, **kwargs) -> None:
     filtering by one (the request list) use the very same function and always agree."""
     if connection.vendor != "sqlite":
         return
+    from pipeline.rollups import CHECKSUM_FUNCTION, row_checksum
     from pipeline.signatures import SQL_FUNCTION, signature
 
     connection.connection.create_function(SQL_FUNCTION, 1, signature, deterministic=True)
+    # The rollups' content checksum of a row (pipeline/rollups.py).
+    connection.connection.create_function(CHECKSUM_FUNCTION, 1, row_checksum, deterministic=True)

@@ -496,7 +496,10 @@ def failures(f: DashboardFilters) -> ChartResult:
         ((stage, stage_counts[stage]) for stage in kept),
         key=lambda r: (STAGE_INDEX.get(r[0], len(STAGES)), key_order(r[0])),
     )
-    top = sorted(by_signature.items(), key=lambda kv: (-kv[1][0], -kv[1][1]))[:TOP]
+    top = sorted(  # ties by stage and signature, so stored and live reads list the same
+        by_signature.items(),
+        key=lambda kv: (-kv[1][0], -kv[1][1], key_order(kv[0][0]), key_order(kv[0][1])),
+    )[:TOP]
     signatures = [(stage, sig, count, last) for (stage, sig), (count, last) in top]
     urls = [f.list_url(status="failed", error_stage=stage) for stage, _ in by_stage]
     counts = [count for _, count in by_stage]

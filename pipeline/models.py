@@ -70,14 +70,32 @@ class NexusRequest(models.Model):
 # -- Rollups: ours, in Django's database (the router keeps managed models out of the ledger) ------
 
 
-class RollupHour(models.Model):
-    """One settled hour of one ledger whose facts are stored, with the ledger's row count for it
-    when they were built: the fingerprint each chart checks before trusting them."""
+class RollupLedger(models.Model):
+    """A ledger as the rollups know it: a random key their rows are stored under, and an anchor,
+    one request of that ledger (id and started_at), by which it is recognised at its path. A
+    file replaced or rebuilt at the same path lacks the anchor and gets a new key, so its hours
+    are built afresh, never mixed with the old ones (pipeline/rollups.py, docs/decisions.md)."""
 
-    ledger = models.TextField()  # the ledger file's path
+    key = models.CharField(max_length=32, unique=True)
+    path = models.TextField()
+    anchor_id = models.TextField()
+    anchor_started_at = TimestampMs()
+    seen_at = TimestampMs()  # last recognised (refreshed at most hourly, with the anchor)
+
+
+class RollupHour(models.Model):
+    """One settled hour of one ledger whose facts are stored, with the fingerprints each chart
+    checks before trusting them: the hour's settled row count and the sum of its rows' rowids
+    (both from the started_at index, every chart), and a checksum of the columns the facts read
+    (re-read a few hours per chart, those verified longest ago)."""
+
+    ledger = models.TextField()  # RollupLedger.key
     hour = TimestampMs()  # start of the hour, Unix ms
     requests = models.IntegerField()
+    rows_digest = models.FloatField(default=0)
+    content = models.BigIntegerField(default=0)
     built_at = TimestampMs()
+    verified_at = TimestampMs(default=0)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["ledger", "hour"], name="rollup_hour_once")]

@@ -10,14 +10,21 @@ disagree, and a chart equals the query run over the whole window.
 Rows change in place only while 'processing' (each stage updates its row), so an hour's stored
 facts cover its other rows, and its 'processing' rows are always read live.
 
-Invalidation: an hour is stored with the ledger's count of its settled (not 'processing') rows.
-Every chart compares that count with the ledger's (index-only range counts per hour) and reads
-live, or rebuilds, an hour whose count moved (a request finished, retention took rows out, an
-import or a late writer added some). See docs/decisions.md.
+Invalidation: stored hours belong to one ledger (ledger_key: a random key, recognised by one of
+the ledger's requests, so a file replaced at the same path starts afresh), and each is stored
+with fingerprints of its rows. Every plan compares, per hour, the count of settled rows and the
+sum of all rows' rowids (the started_at index alone: cheap) with the ledger's, and re-reads the
+content (a checksum of the columns the facts read) of the stored hours verified longest ago, up
+to VERIFY_ROWS rows. An hour whose fingerprint moved (a request finished, retention took rows
+out, a late writer added some, a row was deleted and another inserted, a settled row was
+edited) is rebuilt or read live. See docs/decisions.md.
 """
 
 import json
+import math
 import time
+import uuid
+import zlib
 from collections import Counter, defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,10 +33,10 @@ import numpy as np
 from django.db import connections, transaction
 
 from ledgerweb import sqlite
-from ledgerweb.db import ledger_path_of
+from ledgerweb.db import LEDGER, ledger_path_of
 from ledgerweb.timestamps import now_ms
 from pipeline.flags import HANDLED_BY, flag_state
-from pipeline.models import RollupFact, RollupHour, RollupTimings
+from pipeline.models import RollupFact, RollupHour, RollupLedger, RollupTimings
 from pipeline.signatures import SQL_FUNCTION
 
 HOUR = 3_600_000
@@ -39,10 +46,23 @@ SETTLE_MS = 5 * 60_000
 # How long one chart request may spend building missing hours before reading the rest live.
 BUILD_BUDGET_S = 1.0
 # Complete plans a worker keeps while the ledger is unchanged (sqlite.ledger_version): the seven
-# charts of a dashboard share one window, whose census costs ~120 ms for 30 days of 1M requests.
+# charts of a dashboard share one window, whose census costs ~100 ms for 30 days of 1M requests.
 _plans = sqlite.WhileUnchanged(keep=64)
 # A stage timing above this (a year) is junk, not a duration: 1e400 in the JSON reads as inf.
 MAX_STAGE_MS = 365 * 86_400_000
+# Settled rows a plan re-reads to check the content of the stored hours verified longest ago
+# (at least one hour), at most every VERIFY_EVERY_S per worker (a dashboard's seven charts after
+# a commit pay for it once): reading rows costs ~10-30 us each on a 1M-request ledger, where the
+# index-only census costs ~0.1 us a row. `ledger_rollup` re-reads every stored hour.
+VERIFY_ROWS = 2_000
+VERIFY_EVERY_S = 10.0
+_content_checked_at = -math.inf  # time.monotonic() of this worker's last re-read
+# A ledger's anchor moves to its newest request at most this often (so that retention, which
+# removes the oldest requests, never takes it), and a key not recognised for FORGET_MS (a
+# replaced ledger's) is forgotten with its hours.
+REFRESH_MS = HOUR
+FORGET_MS = 24 * HOUR
+FORGET_ROWS = 50_000
 
 # Every query returns (bucket, source, persona, key, sub, n, total, last), grouped. {bucket} is
 # the start of the row's time bucket, {where} selects the rows (time ranges and filters).
@@ -82,6 +102,25 @@ TIMINGS = f"""SELECT {_COLUMNS}, item.key, item.value, count(*)
     WHERE {{where}} AND item.type IN ('integer', 'real') AND item.value >= 0
       AND item.value < {MAX_STAGE_MS}
     GROUP BY 1, 2, 3, 4, 5"""
+# Every column FACTS and TIMINGS read (and hooks_context, where the runtime names the hook that
+# handled a request): an hour's content checksum covers these, each with its type (quote() tells
+# 12 from 12.0, '12' and NULL), so any edit that can move a figure moves it. (tests/test_rollups.py
+# checks the list against the queries.)
+FACT_COLUMNS = (
+    "started_at", "status", "event_source", "session_persona", "principal_id", "agent_model",
+    "agent_tokens_total", "delivery_channel", "delivery_success", "error_stage", "error_message",
+    "hooks_matched", "hooks_fired", "hooks_handled", "hooks_context", "stage_timings",
+)  # fmt: skip
+CHECKSUM_FUNCTION = "ledger_row_checksum"
+_ROW_CHECKSUM = (
+    f"{CHECKSUM_FUNCTION}(CAST({" || ',' || ".join(f'quote({c})' for c in FACT_COLUMNS)} AS BLOB))"
+)
+
+
+def row_checksum(row: bytes) -> int:
+    """The checksum of one row's fact columns (registered on SQLite connections as
+    CHECKSUM_FUNCTION); an hour's is their sum, which does not depend on the rows' order."""
+    return zlib.crc32(row)
 
 
 def _bucket(size: int) -> str:
@@ -137,13 +176,17 @@ class Plan:
     stored: list[int]
     live: list[tuple[int, int]]
     processing: list[tuple[int, int]] = field(default_factory=list)
+    ledger: str = ""  # the key the stored hours are kept under (ledger_key)
 
     @property
     def reads_live(self) -> bool:
         return bool(self.live or self.processing)
 
     def live_part(self) -> "Plan":
-        return Plan([], self.live, self.processing)
+        return Plan([], self.live, self.processing, self.ledger)
+
+    def with_live(self, start: int, end: int) -> "Plan":
+        return Plan(self.stored, _merged([*self.live, (start, end)]), self.processing, self.ledger)
 
 
 @dataclass
@@ -166,53 +209,125 @@ class Scope:
         return "".join(f" AND {c}" for c in clauses), params
 
 
+# -- Which ledger ---------------------------------------------------------------------------------
+
+
 def ledger_key() -> str:
-    return str(ledger_path_of())
+    """The key this ledger's stored hours are kept under. We never write the ledger, so it
+    cannot carry an id of ours: a ledger is recognised at its path by an anchor, one of its
+    requests (id and started_at, by the primary key). A file replaced or rebuilt there lacks the
+    anchor (its ids are new ULIDs) and gets a new random key: its hours are built afresh."""
+    path = str(ledger_path_of())
+    newest = _newest_request()
+    if newest is None:  # no request to recognise it by: only the per-hour checks judge its hours
+        return f"unanchored:{path}"
+    now = now_ms()
+    for known in RollupLedger.objects.filter(path=path).order_by("-seen_at", "id"):
+        if sqlite.rows(
+            "SELECT 1 FROM nexus_requests WHERE id = %s AND started_at = %s",
+            [known.anchor_id, known.anchor_started_at],
+        ):
+            if now - known.seen_at >= REFRESH_MS:
+                known.anchor_id, known.anchor_started_at = newest
+                known.seen_at = now
+                known.save(update_fields=["anchor_id", "anchor_started_at", "seen_at"])
+                _forget_stale_ledgers(path, now)
+            return known.key
+    anchor_id, anchor_started_at = newest
+    known = RollupLedger.objects.create(
+        key=uuid.uuid4().hex, path=path, anchor_id=anchor_id,
+        anchor_started_at=anchor_started_at, seen_at=now,
+    )  # fmt: skip
+    _forget_stale_ledgers(path, now)
+    return known.key
+
+
+def _newest_request() -> tuple[str, int] | None:
+    """The newest request with a usable id and start (junk rows cannot anchor)."""
+    found = sqlite.rows(
+        """SELECT id, started_at FROM nexus_requests
+           WHERE typeof(id) = 'text' AND typeof(started_at) = 'integer'
+           ORDER BY started_at DESC LIMIT 1"""
+    )
+    return found[0] if found else None
+
+
+def _forget_stale_ledgers(path: str, now: int) -> None:
+    """Delete the hours of ledgers once at this path and not recognised for FORGET_MS (not at
+    once: a worker's open connection may still read a replaced file for a minute), at most
+    FORGET_ROWS rows of each table a call (a 1M-request ledger's month is ~900,000 rows, ~2 s to
+    delete): the rest goes at the next call, and the key with its last rows."""
+    stale = RollupLedger.objects.filter(path=path, seen_at__lt=now - FORGET_MS)
+    for key in list(stale.values_list("key", flat=True)):
+        with transaction.atomic(using="default"):
+            left = False
+            for model in (RollupFact, RollupTimings, RollupHour):
+                batch = model.objects.filter(ledger=key).values("pk")[:FORGET_ROWS]
+                deleted, _ = model.objects.filter(pk__in=batch).delete()
+                left = left or deleted == FORGET_ROWS
+            if left:
+                return
+            RollupLedger.objects.filter(key=key).delete()
 
 
 # -- Planning -------------------------------------------------------------------------------------
 
 
-def plan(since_ms: int, until_ms: int, budget_s: float | None = None) -> Plan:
+def plan(
+    since_ms: int, until_ms: int, budget_s: float | None = None, verify_rows: float | None = None
+) -> Plan:
     """Split [since, until) into stored hours and live ranges, first building missing settled
-    hours, newest first, for up to `budget_s` seconds (default BUILD_BUDGET_S).
+    hours, newest first, for up to `budget_s` seconds (default BUILD_BUDGET_S), and re-reading
+    the content of up to `verify_rows` (default VERIFY_ROWS) rows of stored hours.
 
     Work grows with the hours that hold rows, not with the window: a window from 1970 costs
     what the ledger's own hours cost."""
     if since_ms >= until_ms:
         return Plan([], [])
-    first, last = since_ms // HOUR * HOUR, -(-until_ms // HOUR) * HOUR
-    settled_end = min(last, (now_ms() - SETTLE_MS) // HOUR * HOUR)
+    first = since_ms // HOUR * HOUR
+    settled_end = (now_ms() - SETTLE_MS) // HOUR * HOUR
     if first >= settled_end:
         return Plan([], [(since_ms, until_ms)])
-    return _plans.get(
-        (ledger_key(), since_ms, until_ms, settled_end),
-        lambda: _make_plan(since_ms, until_ms, first, settled_end, budget_s),
-    )
+    # Past the settled hours a window is read live whatever its end: the plan is kept without
+    # it, so that a preset window ("the last 30 days", ending now) finds it again on the next
+    # chart and the next page, not only when `until` repeats to the millisecond.
+    head_end = min(until_ms, settled_end)
+    head = _plans.get(
+        (str(ledger_path_of()), since_ms, head_end),
+        lambda: _make_plan(
+            since_ms, head_end, first, min(-(-head_end // HOUR) * HOUR, settled_end),
+            BUILD_BUDGET_S if budget_s is None else budget_s,
+            VERIFY_ROWS if verify_rows is None else verify_rows,
+        ),
+    )  # fmt: skip
+    return head if head_end == until_ms else head.with_live(head_end, until_ms)
 
 
 def _make_plan(
-    since_ms: int, until_ms: int, first: int, settled_end: int, budget_s: float | None
-) -> tuple[Plan, bool]:
+    since_ms: int, until_ms: int, first: int, settled_end: int, budget_s: float,
+    verify_rows: float,
+) -> tuple[Plan, bool]:  # fmt: skip
     """The plan, and whether it is worth keeping (no hour left to build: else the next chart
     makes it again and builds more)."""
-    counts = census(first, settled_end)
-    busy = processing_counts(first, settled_end)
-    cut = _cut_hours(since_ms, until_ms, first, settled_end)
     key = ledger_key()
-    stored = dict(
-        RollupHour.objects.filter(ledger=key, hour__gte=first, hour__lt=settled_end).values_list(
-            "hour", "requests"
-        )
-    )
-    deadline = time.monotonic() + (BUILD_BUDGET_S if budget_s is None else budget_s)
+    busy = processing_counts(first, settled_end)
+    ledger_hours = {}  # hour → (settled rows, rowid sum of all rows)
+    for hour, fingerprint in census(first, settled_end).items():
+        rows, rowids = json.loads(fingerprint)
+        ledger_hours[hour] = (rows - busy.get(hour, 0), rowids)
+    cut = _cut_hours(since_ms, until_ms, first, settled_end)
+    stored = _stored_hours(key, first, settled_end)
+    fresh = {hour for hour, s in stored.items() if s.fingerprint == ledger_hours.get(hour)}
+    fresh -= _edited_hours(key, {hour: stored[hour] for hour in fresh - cut}, verify_rows)
+    deadline = time.monotonic() + budget_s
     usable, live, processing, unbuilt = [], [(settled_end, until_ms)], [], False
-    for hour in sorted(counts.keys() | stored.keys(), reverse=True):
-        settled = counts.get(hour, 0) - busy.get(hour, 0)
+    for hour in sorted(ledger_hours.keys() | stored.keys(), reverse=True):
+        settled, digest = ledger_hours.get(hour, (0, 0.0))
         # An hour with no settled row needs nothing stored; any other must match the ledger.
         if hour not in cut and (
-            stored.get(hour, 0) == settled
-            or (time.monotonic() < deadline and build_hour(hour, settled))
+            not settled
+            or hour in fresh
+            or (time.monotonic() < deadline and build_hour(key, hour, settled, digest))
         ):
             if settled:
                 usable.append(hour)
@@ -221,8 +336,58 @@ def _make_plan(
         else:
             live.append((hour, hour + HOUR))
             unbuilt = unbuilt or hour not in cut
-    the_plan = Plan(sorted(usable), _clipped(live, since_ms, until_ms), _merged(processing))
+    the_plan = Plan(sorted(usable), _clipped(live, since_ms, until_ms), _merged(processing), key)
     return the_plan, not unbuilt
+
+
+@dataclass
+class _StoredHour:
+    requests: int
+    rows_digest: float
+    content: int
+    verified_at: int
+
+    @property
+    def fingerprint(self) -> tuple[int, float]:
+        return self.requests, self.rows_digest
+
+
+def _stored_hours(key: str, first: int, end: int) -> dict[int, _StoredHour]:
+    rows = RollupHour.objects.filter(ledger=key, hour__gte=first, hour__lt=end).values_list(
+        "hour", "requests", "rows_digest", "content", "verified_at"
+    )
+    return {hour: _StoredHour(*rest) for hour, *rest in rows}
+
+
+def _edited_hours(key: str, candidates: dict[int, _StoredHour], max_rows: float) -> set[int]:
+    """Re-read the content of the candidate hours verified longest ago, up to `max_rows` settled
+    rows (at least one hour; all of them with no limit, else at most every VERIFY_EVERY_S), and
+    return those whose checksum moved: a settled row edited in place (outside the ledger's
+    lifecycle, but it happens). Their stored hours are dropped, the others marked verified now."""
+    global _content_checked_at
+    if max_rows != math.inf and time.monotonic() - _content_checked_at < VERIFY_EVERY_S:
+        return set()
+    _content_checked_at = time.monotonic()
+    picked, rows = [], 0
+    for hour in sorted(candidates, key=lambda h: (candidates[h].verified_at, -h)):
+        if picked and rows + candidates[hour].requests > max_rows:
+            break
+        picked.append(hour)
+        rows += candidates[hour].requests
+    if not picked:
+        return set()
+    try:
+        checksums = content_checksums(picked)
+    except sqlite.LedgerQueryTimeout:
+        # Rows too big to re-read within a page's time limit: ledger_rollup (no limit) checks
+        # them; they go to the back of the queue, so the next re-read tries other hours.
+        checksums = {hour: candidates[hour].content for hour in picked}
+    edited = {hour for hour in picked if checksums.get(hour, 0) != candidates[hour].content}
+    RollupHour.objects.filter(ledger=key, hour__in=set(picked) - edited).update(
+        verified_at=now_ms()
+    )
+    RollupHour.objects.filter(ledger=key, hour__in=edited).delete()
+    return edited
 
 
 def _cut_hours(since_ms: int, until_ms: int, first: int, end: int) -> set[int]:
@@ -246,8 +411,18 @@ def _clipped(ranges, since_ms: int, until_ms: int) -> list[tuple[int, int]]:
     return _merged([(max(start, since_ms), min(end, until_ms)) for start, end in ranges])
 
 
-def census(since_ms: int, until_ms: int) -> dict[int, int]:
-    """The ledger's row count of each hour holding rows in [since, until), hour starts aligned:
+# Of an hour's rows: their count, and the sum of their rowids, both read from the started_at
+# index alone (which holds the rowid): a row deleted and another inserted moves the sum, as the
+# new row gets a new rowid (unless the deleted row was the last inserted: SQLite then reuses its
+# rowid, and the content check finds the change). Adding the start times would cost ~2.5 times
+# as much (decoding each index key); the rowid sum costs ~1.5 times the count alone (720 hours
+# of a million rows: ~90 ms). total(): never an overflow error, exact below 2**53.
+_FINGERPRINT = f"""SELECT json_array(count(*), total(rowid))
+    FROM nexus_requests WHERE started_at >= {{0}} AND started_at < {{0}} + {HOUR}"""
+
+
+def census(since_ms: int, until_ms: int) -> dict[int, str]:
+    """[row count, rowid sum] (JSON) of each hour with rows in [since, until), hours aligned:
     the index is probed for the next row after each hour, then counted over the hour (720 hours
     of a million rows: ~60 ms, where a GROUP BY over the index takes ~500 ms)."""
     # Bounded by `until` (a text started_at sorts after every number: unbounded, the probe
@@ -261,10 +436,21 @@ def census(since_ms: int, until_ms: int) -> dict[int, int]:
                     UNION ALL
                     SELECT {next_hour.format(f"hour.start + {HOUR}")} FROM hour
                     WHERE hour.start < %s)
-                SELECT start, (SELECT count(*) FROM nexus_requests
-                               WHERE started_at >= start AND started_at < start + {HOUR})
-                FROM hour WHERE start < %s""",
+                SELECT start, ({_FINGERPRINT.format("start")}) FROM hour WHERE start < %s""",
             [since_ms, until_ms, until_ms],
+        )
+    )
+
+
+def content_checksums(hours: list[int]) -> dict[int, int]:
+    """The content checksum of each hour's settled rows: this reads the rows themselves."""
+    return dict(
+        sqlite.rows(
+            f"""SELECT h.value, (SELECT coalesce(sum({_ROW_CHECKSUM}), 0) FROM nexus_requests
+                                 WHERE started_at >= h.value AND started_at < h.value + {HOUR}
+                                   AND status IS NOT 'processing')
+                FROM json_each(%s) AS h""",
+            [json.dumps(hours)],
         )
     )
 
@@ -295,16 +481,20 @@ def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
 # -- Building -------------------------------------------------------------------------------------
 
 
-def build_hour(hour: int, expected: int) -> bool:
-    """Compute and store the facts of one hour's settled rows; False (nothing stored) when they
-    are not as many as the census saw (the ledger moved in between)."""
+def build_hour(key: str, hour: int, expected: int, digest: float) -> bool:
+    """Compute and store the facts of one hour's settled rows with its fingerprints; False
+    (nothing stored) when the rows are not those the census saw (the ledger moved in between)."""
     where = "started_at >= %s AND started_at < %s AND status IS NOT 'processing'"
     params = [hour, hour + HOUR]
-    facts = {kind: _raw_facts(kind, HOUR, where, params) for kind in FACTS}
-    if sum(r[5] for r in facts["source"]) != expected:
-        return False
-    timings = _raw_timings(where, params)
-    key = ledger_key()
+    with transaction.atomic(using=LEDGER):  # one snapshot: the facts and their fingerprints
+        facts = {kind: _raw_facts(kind, HOUR, where, params) for kind in FACTS}
+        if sum(r[5] for r in facts["source"]) != expected:
+            return False
+        ((fingerprint,),) = sqlite.rows(f"SELECT ({_FINGERPRINT.format('%s')})", [hour] * 2)
+        if json.loads(fingerprint)[1] != digest:
+            return False
+        timings = _raw_timings(where, params)
+        content = content_checksums([hour])[hour]
     with transaction.atomic(using="default"):
         RollupHour.objects.filter(ledger=key, hour=hour).delete()
         RollupFact.objects.filter(ledger=key, hour=hour).delete()
@@ -324,7 +514,11 @@ def build_hour(hour: int, expected: int) -> bool:
             for combined, arrays in ((False, per_scope), (True, _combined_arrays(per_scope)))
             for (source, persona, stage), (values, counts) in arrays.items()
         )  # fmt: skip
-        RollupHour.objects.create(ledger=key, hour=hour, requests=expected, built_at=now_ms())
+        now = now_ms()
+        RollupHour.objects.create(
+            ledger=key, hour=hour, requests=expected, rows_digest=digest, content=content,
+            built_at=now, verified_at=now,
+        )  # fmt: skip
     return True
 
 
@@ -475,7 +669,7 @@ def _stored_facts(scope: Scope, the_plan: Plan, kind: str, select: str, tail: st
         cursor.execute(
             f"""SELECT {select} FROM {RollupFact._meta.db_table}
                 WHERE ledger = %s AND kind = %s AND hour IN {hours} {filters} {tail}""",
-            [ledger_key(), kind, *hour_params, *filter_params, *params],
+            [the_plan.ledger, kind, *hour_params, *filter_params, *params],
         )
         yield cursor
 
@@ -497,7 +691,7 @@ def timing_distributions(scope: Scope, the_plan: Plan) -> dict[str, tuple[np.nda
             cursor.execute(
                 f"""SELECT stage, "values", counts FROM {RollupTimings._meta.db_table}
                     WHERE ledger = %s AND hour IN {hours} {filters}""",
-                [ledger_key(), *hour_params, *filter_params],
+                [the_plan.ledger, *hour_params, *filter_params],
             )
             for stage, values, counts in cursor.fetchall():
                 parts[stage][0].append(np.frombuffer(values, dtype=np.float64))

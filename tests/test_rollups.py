@@ -2,17 +2,27 @@
 answer: every chart read from stored hours equals the same chart read live from the ledger, with
 and without filters, on messy rows; and a stored hour is not trusted once its rows change."""
 
+import io
 import json
+import math
+import os
 import random
+import re
+import sqlite3
+import time
+from contextlib import closing
 
 import pytest
 from builders import LEDGER_DB, T0
+from django.core.management import call_command
 from django.db import connections
 
 from ledgerweb.db import LEDGER
+from ledgerweb.sqlite import LedgerQueryTimeout
+from ledgerweb.timestamps import now_ms
 from pipeline import rollups
 from pipeline.charts import CHARTS
-from pipeline.models import RollupFact, RollupHour
+from pipeline.models import RollupFact, RollupHour, RollupLedger, RollupTimings
 
 pytestmark = LEDGER_DB
 H = rollups.HOUR
@@ -24,8 +34,10 @@ BUSY_HOUR = T0 + 5 * H  # holds a request still processing: always read live
 
 @pytest.fixture(autouse=True)
 def time_to_build_every_hour(monkeypatch):
-    """A loaded test machine must not leave hours unbuilt (the default budget is 1 s)."""
+    """A loaded test machine must not leave hours unbuilt (the default budget is 1 s), and each
+    plan re-reads stored hours' content (by default at most every VERIFY_EVERY_S)."""
     monkeypatch.setattr(rollups, "BUILD_BUDGET_S", 60)
+    monkeypatch.setattr(rollups, "VERIFY_EVERY_S", 0)
 
 
 def messy_requests(ledger, seed: int = 7) -> None:
@@ -240,3 +252,210 @@ def test_the_top_principals_are_exact_when_the_live_part_changes_the_order(viewe
         "principal_id": "rising", "total": 7, "by_status": {"completed": 7}, "failure_rate": 0.0
     }  # fmt: skip
     assert [p["principal_id"] for p in principals[1:]] == [f"stored-{i:02d}" for i in range(9)]
+
+
+# -- Stored hours are tied to this ledger and to each hour's content ---------------------------
+
+
+# The first completed request of an hour (bound: the hour's start and end).
+FIRST_COMPLETED = """rowid = (SELECT min(rowid) FROM nexus_requests
+    WHERE status = 'completed' AND started_at >= ? AND started_at < ?)"""
+
+
+def live_charts(client, query: str, monkeypatch) -> dict:
+    """Every chart read from the ledger alone, as if nothing were stored."""
+    with monkeypatch.context() as m:
+        m.setattr(rollups, "plan", lambda since, until, **kw: rollups.Plan([], [(since, until)]))
+        return every_chart(client, query)
+
+
+def swap_statuses(conn) -> None:
+    """Completed rows fail and failed ones complete: same rows per hour, other figures."""
+    conn.execute(
+        """UPDATE nexus_requests SET status = CASE status WHEN 'completed' THEN 'failed'
+               WHEN 'failed' THEN 'completed' ELSE status END,
+           agent_tokens_total = 7"""
+    )
+
+
+@changing
+def test_a_ledger_replaced_at_the_same_path_shows_its_own_figures(
+    viewer_client, ledger, monkeypatch
+):
+    """Another file at the same path with the same rows per hour, even the same rowids and start
+    times, but other requests: none of the old ledger's stored hours is read."""
+    messy_requests(ledger)
+    every_chart(viewer_client, WINDOW)  # stores the old ledger's hours
+    monkeypatch.setattr(rollups, "VERIFY_ROWS", 0)  # the content check sees one hour a chart
+
+    replacement = ledger.path.with_name("replacement.sqlite3")
+    with closing(sqlite3.connect(replacement, isolation_level=None)) as new:
+        ledger.conn.backup(new)
+        new.execute("UPDATE nexus_requests SET id = 'other-' || id")
+        swap_statuses(new)
+    connections[LEDGER].close()  # a restart: the next request opens the new file
+    ledger.conn.close()
+    os.replace(replacement, ledger.path)  # as `ledger_demo --replace` does
+
+    assert every_chart(viewer_client, WINDOW) == live_charts(viewer_client, WINDOW, monkeypatch)
+    assert RollupLedger.objects.count() == 2  # the old ledger's hours are kept apart
+
+
+@changing
+def test_a_row_deleted_and_another_inserted_in_a_stored_hour_is_counted(
+    viewer_client, ledger, monkeypatch
+):
+    messy_requests(ledger)
+    every_chart(viewer_client, WINDOW)
+    monkeypatch.setattr(rollups, "VERIFY_ROWS", 0)  # found by the census, not the content check
+    hour = T0 + 3 * H
+    ledger.conn.execute(f"DELETE FROM nexus_requests WHERE {FIRST_COMPLETED}", (hour, hour + H))
+    ledger.request(started_at=hour + 60_000, status="failed", error_stage="runAgent")
+
+    charts = every_chart(viewer_client, WINDOW)
+    assert charts == live_charts(viewer_client, WINDOW, monkeypatch)
+    assert RollupHour.objects.get(hour=hour).requests == ledger_hourly_totals(ledger)[hour]
+
+
+@changing
+def test_a_settled_row_edited_in_place_shows_its_new_values(viewer_client, ledger, monkeypatch):
+    messy_requests(ledger)
+    every_chart(viewer_client, WINDOW)
+    hour = T0 + 3 * H
+    ledger.conn.execute(
+        f"""UPDATE nexus_requests SET status = 'failed', agent_tokens_total = 99999,
+                agent_model = 'sonnet' WHERE {FIRST_COMPLETED}""",
+        (hour, hour + H),
+    )
+    charts = every_chart(viewer_client, WINDOW)
+    assert charts == live_charts(viewer_client, WINDOW, monkeypatch)
+    assert sum(charts["tokens"]["models"]["sonnet"]) >= 99999
+
+
+def test_the_content_checksum_covers_every_column_the_facts_read():
+    """An edit of a column the charts read but the checksum skips would go unseen."""
+    from ledgerweb import schema, sqlite
+
+    items = sqlite.json_object_items("stage_timings")  # as rollups._raw_timings reads them
+    queries = " ".join(
+        [*rollups.FACTS.values(), rollups.TIMINGS.format(items=items, where="", bucket="")]
+    )
+    read = {
+        column.name
+        for column in schema.expected_columns()["nexus_requests"]
+        if re.search(rf"\b{column.name}\b", queries)
+    }
+    assert read <= set(rollups.FACT_COLUMNS)
+
+
+@changing
+def test_an_edit_in_an_hour_the_content_check_has_not_reached_is_found_on_a_later_chart(
+    viewer_client, ledger, monkeypatch
+):
+    """Each plan re-reads only the hours verified longest ago (VERIFY_ROWS rows): an edit in
+    any stored hour is found within as many plans as there are stored hours."""
+    messy_requests(ledger)
+    every_chart(viewer_client, WINDOW)
+    monkeypatch.setattr(rollups, "VERIFY_ROWS", 0)  # one hour a plan
+    hour = T0 + 3 * H
+    ledger.conn.execute(
+        f"UPDATE nexus_requests SET status = 'failed' WHERE {FIRST_COMPLETED}", (hour, hour + H)
+    )
+    live = live_charts(viewer_client, WINDOW, monkeypatch)
+    for _ in range(len(stored_hours())):
+        rollups._plans._kept.clear()  # as after the ledger's next commit
+        hourly_totals(viewer_client)
+    assert every_chart(viewer_client, WINDOW) == live
+
+
+def test_a_preset_window_reuses_its_plan_while_the_ledger_is_unchanged(
+    viewer_client, ledger, monkeypatch
+):
+    """The dashboard asks for ?window=30d, which ends now: a new `until` on every chart must not
+    make the plan (the census of 720 hours) again."""
+    for days in (3, 9, 20):
+        ledger.request(started_at=now_ms() - days * 24 * H)
+    censuses = []
+    census = rollups.census
+    monkeypatch.setattr(rollups, "census", lambda *a: censuses.append(a) or census(*a))
+    first = viewer_client.get("/pipeline/charts/throughput/?window=30d&format=json").json()
+    time.sleep(0.002)  # the next chart's window ends a few ms later
+    second = viewer_client.get("/pipeline/charts/sources/?window=30d&format=json").json()
+    assert len(censuses) == 1
+    assert sum(b["total"] for b in first["buckets"]) == 3
+    assert sum(s["total"] for s in second["event_source"]) == 3
+
+
+@changing
+def test_ledger_rollup_re_reads_every_stored_hour_and_rebuilds_an_edited_one(
+    viewer_client, ledger, monkeypatch
+):
+    messy_requests(ledger)
+    every_chart(viewer_client, WINDOW)
+    monkeypatch.setattr(rollups, "VERIFY_ROWS", 0)  # a chart re-reads one hour, not this one
+    hour = T0 + 3 * H
+    ledger.conn.execute(
+        f"UPDATE nexus_requests SET status = 'failed' WHERE {FIRST_COMPLETED}", (hour, hour + H)
+    )
+    built = RollupHour.objects.get(hour=hour).built_at
+    days = (now_ms() - T0) // (24 * H) + 2
+    call_command("ledger_rollup", days=days, stdout=io.StringIO(), stderr=io.StringIO())
+    assert RollupHour.objects.get(hour=hour).built_at > built
+    assert every_chart(viewer_client, WINDOW) == live_charts(viewer_client, WINDOW, monkeypatch)
+
+
+def test_the_charts_of_a_dashboard_re_read_stored_content_once_per_interval(
+    viewer_client, ledger, monkeypatch
+):
+    """After each ledger commit every chart makes its plan again; the content re-read (rows, not
+    the index) is paid once per VERIFY_EVERY_S by a worker, not by every chart."""
+    messy_requests(ledger)
+    every_chart(viewer_client, WINDOW)  # builds
+    monkeypatch.setattr(rollups, "VERIFY_EVERY_S", 3600)
+    monkeypatch.setattr(rollups, "_content_checked_at", -math.inf)
+    reads = []
+    checksums = rollups.content_checksums
+    monkeypatch.setattr(rollups, "content_checksums", lambda h: reads.append(h) or checksums(h))
+    for slug in CHARTS:
+        rollups._plans._kept.clear()  # as after a commit
+        viewer_client.get(f"/pipeline/charts/{slug}/?{WINDOW}&format=json")
+    assert len(reads) == 1
+
+
+def test_a_replaced_ledgers_hours_are_forgotten_a_day_later_a_batch_at_a_time(
+    viewer_client, ledger, monkeypatch
+):
+    messy_requests(ledger)
+    every_chart(viewer_client, WINDOW)
+    (old,) = RollupLedger.objects.all()
+    old_facts = RollupFact.objects.filter(ledger=old.key).count()
+    # Another ledger was here, unseen for two days: its anchor is not in this file.
+    old.anchor_id, old.seen_at = "gone", now_ms() - 48 * H
+    old.save()
+    monkeypatch.setattr(rollups, "FORGET_ROWS", old_facts // 3 + 1)
+
+    rollups._plans._kept.clear()
+    every_chart(viewer_client, WINDOW)  # a new key for this ledger, and a first batch forgotten
+    assert 0 < RollupFact.objects.filter(ledger=old.key).count() < old_facts
+    for _ in range(3):
+        rollups._forget_stale_ledgers(old.path, now_ms())
+    assert not RollupLedger.objects.filter(key=old.key).exists()
+    for model in (RollupHour, RollupFact, RollupTimings):
+        assert not model.objects.filter(ledger=old.key).exists()
+    assert RollupHour.objects.exists()  # this ledger's own hours
+
+
+def test_stored_hours_too_big_to_re_read_in_time_do_not_break_the_charts(
+    viewer_client, ledger, monkeypatch
+):
+    """Huge rows can make the content re-read hit the page's query time limit: the charts still
+    answer (from the store), and the next re-read moves on to other hours."""
+    messy_requests(ledger)
+    live = every_chart(viewer_client, WINDOW)  # builds
+
+    def too_slow(hours):
+        raise LedgerQueryTimeout(2000)
+
+    monkeypatch.setattr(rollups, "content_checksums", too_slow)
+    rollups._plans._kept.clear()
+    assert every_chart(viewer_client, WINDOW) == live
