@@ -34,6 +34,17 @@ PAGINATOR_CAP = 10_000
 PREVIEW_ROWS = 50  # sessions listed by name on a confirmation page; the rest are counted
 
 
+MAX_IDLE_DAYS = 36_500  # a century: anything longer is a typing mistake
+
+
+def idle_days(raw: str) -> tuple[int, str]:
+    """The "idle for more than N days" of the archive form, and what is wrong with it (the
+    form then previews 30 days and archives nothing)."""
+    if raw.isascii() and raw.isdigit() and 1 <= int(raw) <= MAX_IDLE_DAYS:
+        return int(raw), ""
+    return 30, f"days={raw[:40]!r}: give a whole number of days from 1 to {MAX_IDLE_DAYS:,}."
+
+
 class CappedPaginator(Paginator):
     """Counts at most PAGINATOR_CAP rows: a page of a million-row table must not count them
     all (the list then offers the first PAGINATOR_CAP rows' pages, and search narrows)."""
@@ -213,13 +224,13 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
         """Archive every active session idle for more than N days, after a preview count."""
         if not self.has_archive_permission(request):
             raise PermissionDenied
-        try:
-            days = max(1, int(request.POST.get("days") or request.GET.get("days") or 30))
-        except ValueError:
-            days = 30
+        raw = (request.POST.get("days") or request.GET.get("days") or "30").strip()
+        days, problem = idle_days(raw)
+        if problem:  # said, and never acted on: a bad number must not archive by a default
+            self.message_user(request, problem, messages.ERROR)
         cutoff = int(timezone.now().timestamp() * 1000) - days * DAY_MS
         idle = Session.objects.filter(status="active", updated_at__lt=cutoff)
-        if request.method == "POST" and request.POST.get("confirmed") == "yes":
+        if request.method == "POST" and request.POST.get("confirmed") == "yes" and not problem:
             ids = list(idle.values_list("id", flat=True))
             changed = change_status(ids, "archived", request.user)
             note = (

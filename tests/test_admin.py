@@ -186,6 +186,19 @@ def test_archive_idle_sessions_previews_then_archives(client, operator, ledger):
     assert "<strong>1</strong> active session idle" in client.get(url + "?days=30").content.decode()
 
 
+@pytest.mark.parametrize("days", ["²", "1" * 30, "0", "-5", "abc", "1e9"])
+def test_a_bad_idle_days_is_said_and_archives_nothing(client, operator, ledger, days):
+    ledger.session(id="OLD", updated_at=T0)
+    client.force_login(operator)
+    url = "/admin/conversations/session/archive-idle/"
+    preview = client.get(url, {"days": days})
+    assert preview.status_code == 200
+    assert "give a whole number of days" in preview.content.decode()
+    answer = client.post(url, {"days": days, "confirmed": "yes"})
+    assert answer.status_code == 200 and "give a whole number of days" in answer.content.decode()
+    assert statuses(ledger) == {"OLD": "active"}
+
+
 def test_a_viewer_cannot_archive_idle_sessions_even_by_posting(client, viewer, ledger):
     ledger.session(id="OLD", updated_at=T0)
     client.force_login(viewer)
