@@ -101,6 +101,14 @@ def build_broken_ledger(ledger: LedgerBuilder) -> None:
                    error_stage="deliverResponse", turn_id="T2",
                    stage_timings=json.dumps({"receiveEvent": 3, "runAgent": 900}),
                    **payload_columns, **payload_json)  # fmt: skip
+    # Odd values other programs write: a REAL start (SQLite keeps 0.5 in an INTEGER column), an
+    # ISO-text start, '' beside NULL in every key a chart groups by, 2 and 'true' as booleans.
+    odd_keys = {"event_source": "", "principal_id": None, "agent_model": None,
+                "delivery_channel": "", "error_stage": None, "session_persona": ""}  # fmt: skip
+    ledger.request(id="R5", status="", started_at=T0 + 0.5, delivery_success=2, hooks_handled=2,
+                   hooks_fired='["h"]', **odd_keys)  # fmt: skip
+    ledger.request(id="R6", status="failed", started_at="2025-11-24T16:00:00Z",
+                   delivery_success="true", **odd_keys | {"agent_model": ""})  # fmt: skip
 
 
 # Pages of the contract over the broken ledger: every area, every problem, every JSON twin.
@@ -120,6 +128,8 @@ BROKEN_PAGES = [
     "/pipeline/requests/", "/pipeline/requests/?format=json",
     "/pipeline/requests/?status=failed", "/pipeline/requests/R1/", "/pipeline/requests/R2/",
     "/pipeline/requests/R3/", "/pipeline/requests/R4/", "/pipeline/requests/R1/?format=json",
+    "/pipeline/requests/R5/", "/pipeline/requests/R6/", "/admin/pipeline/nexusrequest/R5/change/",
+    "/pipeline/requests/?source__exact=&principal__isnull=1", "/pipeline/requests/?delivered=yes",
     f"/pipeline/?{BROKEN_WINDOW}",
     *[f"/pipeline/charts/{c}/?{BROKEN_WINDOW}" for c in CHARTS],
     "/health/",
