@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "ledgerweb",
     "sessions.apps.ConversationsConfig",
     "pipeline.apps.PipelineConfig",
+    "search.apps.SearchConfig",
 ]
 
 MIDDLEWARE = [

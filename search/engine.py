@@ -1,0 +1,231 @@
+"""The search index on SQLite FTS5: everything engine-specific about search, in one module.
+
+Two tables in ledgerweb's own database:
+- search_item: one row per indexed piece of text (a field of a ledger row, or one chunk of a
+  huge field) with what a result shows and filters on: kind, ids, field, status, persona...
+- search_text: a contentless FTS5 table over the same rows (rowid = search_item.id). It keeps
+  only the index, not the text, which stays in the ledger: snippets are read from there.
+
+A row's id is its time: (Unix ms << 20) + a serial. So "newest first" and a time range are a
+walk of the FTS index in rowid order, which FTS5 does without sorting, and the id of the last
+hit shown is the cursor of the next page.
+
+A PostgreSQL twin would keep this interface (create, add, forget, search, count) over a
+tsvector column with a GIN index.
+"""
+
+import sqlite3
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from django.db import connection
+
+# Letters, digits and '_' make a token: session_fork and run_terminal_command_v2 are one word
+# each, file paths are their parts. Case and diacritics are folded.
+TOKENIZER = "unicode61 tokenchars '_'"
+SERIAL_BITS = 20
+MAX_MS = (1 << 62 >> SERIAL_BITS) - 1  # a time beyond this (junk) is clamped
+
+TABLES = [
+    """CREATE TABLE IF NOT EXISTS search_item (
+        id INTEGER PRIMARY KEY, kind TEXT NOT NULL, item_id TEXT NOT NULL,
+        field TEXT NOT NULL, chunk INTEGER NOT NULL DEFAULT 0,
+        session_id TEXT, turn_id TEXT, status TEXT, persona TEXT, channel TEXT,
+        open INTEGER NOT NULL DEFAULT 0)""",
+    "CREATE INDEX IF NOT EXISTS search_item_item ON search_item(kind, item_id)",
+    "CREATE INDEX IF NOT EXISTS search_item_open ON search_item(kind, item_id) WHERE open = 1",
+    f"""CREATE VIRTUAL TABLE IF NOT EXISTS search_text
+        USING fts5(body, content='', columnsize=0, tokenize="{TOKENIZER}")""",
+]
+
+
+class QueryTooSlow(Exception):
+    """A search ran past its time limit."""
+
+
+class QueryNotUnderstood(Exception):
+    """The engine could not parse a query (query.py catches most cases before)."""
+
+
+@dataclass
+class Doc:
+    """One piece of text to index, and what a hit on it shows."""
+
+    kind: str  # message, tool_call, request, session
+    item_id: str
+    field: str  # user, assistant, tool_name, parameters, result, error, error_message...
+    text: str
+    at: int  # Unix ms: the row's time
+    chunk: int = 0  # byte offset of this piece in the field (huge fields come in chunks)
+    session_id: str | None = None
+    turn_id: str | None = None
+    status: str | None = None
+    persona: str | None = None
+    channel: str | None = None
+    open: bool = False  # the row may still change: re-read at each step until it settles
+
+
+def create_tables(cursor) -> None:
+    for sql in TABLES:
+        cursor.execute(sql)
+
+
+def clear() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM search_item")
+        # A contentless FTS5 table is emptied by its own command, not by DELETE.
+        cursor.execute("INSERT INTO search_text (search_text) VALUES ('delete-all')")
+
+
+def first_id(at) -> int:
+    at = at if isinstance(at, int) else 0
+    return min(max(at, 0), MAX_MS) << SERIAL_BITS
+
+
+def add(docs: list[Doc]) -> None:
+    """Index docs. Each gets the next free id at its time."""
+    if not docs:
+        return
+    with connection.cursor() as cursor:
+        next_free: dict[int, int] = {}
+        items, texts = [], []
+        for doc in docs:
+            base = first_id(doc.at)
+            if base not in next_free:
+                cursor.execute(
+                    "SELECT max(id) FROM search_item WHERE id >= %s AND id < %s",
+                    [base, base + (1 << SERIAL_BITS)],
+                )
+                (top,) = cursor.fetchone()
+                next_free[base] = base if top is None else top + 1
+            rowid = next_free[base]
+            next_free[base] += 1
+            items.append(
+                (rowid, doc.kind, doc.item_id, doc.field, doc.chunk, doc.session_id, doc.turn_id,
+                 doc.status, doc.persona, doc.channel, int(doc.open))
+            )
+            texts.append((rowid, doc.text))
+        cursor.executemany(
+            "INSERT INTO search_item (id, kind, item_id, field, chunk, session_id, turn_id, "
+            "status, persona, channel, open) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            items,
+        )
+        cursor.executemany("INSERT INTO search_text (rowid, body) VALUES (%s, %s)", texts)
+
+
+def forget(kind: str, item_ids: list[str]) -> None:
+    """Take items out of the results (before indexing them again). The contentless FTS index
+    keeps their old words under ids no item has any more; a search joins them away, and a
+    rebuild (ledger_index --rebuild) drops them."""
+    with connection.cursor() as cursor:
+        for start in range(0, len(item_ids), 500):
+            part = item_ids[start : start + 500]
+            marks = ", ".join(["%s"] * len(part))
+            cursor.execute(
+                f"DELETE FROM search_item WHERE kind = %s AND item_id IN ({marks})", [kind, *part]
+            )
+
+
+def open_items(limit: int) -> list[tuple[str, str]]:
+    """(kind, item_id) of rows indexed while they could still change."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT kind, item_id FROM search_item WHERE open = 1 LIMIT %s", [limit]
+        )
+        return cursor.fetchall()
+
+
+@dataclass
+class Filters:
+    kinds: list[str]
+    persona: str = ""
+    channel: str = ""
+    status: str = ""
+    since_ms: int | None = None
+    until_ms: int | None = None
+
+
+def _where(match: str, filters: Filters, before: int | None) -> tuple[str, list]:
+    clauses, params = ["search_text MATCH %s"], [match]
+    upper = first_id(filters.until_ms) if filters.until_ms is not None else None
+    if before is not None:
+        upper = before if upper is None else min(upper, before)
+    if upper is not None:
+        clauses.append("search_text.rowid < %s")
+        params.append(upper)
+    if filters.since_ms is not None:
+        clauses.append("search_text.rowid >= %s")
+        params.append(first_id(filters.since_ms))
+    if filters.kinds:
+        clauses.append(f"i.kind IN ({', '.join(['%s'] * len(filters.kinds))})")
+        params.extend(filters.kinds)
+    for column in ("persona", "channel", "status"):
+        if getattr(filters, column):
+            clauses.append(f"i.{column} = %s")
+            params.append(getattr(filters, column))
+    return " AND ".join(clauses), params
+
+
+HIT_COLUMNS = "i.id, i.kind, i.item_id, i.field, i.chunk, i.session_id, i.turn_id, i.status"
+
+
+def search(match: str, filters: Filters, before: int | None, limit: int) -> list[tuple]:
+    """The newest `limit` hits older than the id `before`: rows of HIT_COLUMNS."""
+    where, params = _where(match, filters, before)
+    sql = (
+        f"SELECT {HIT_COLUMNS} FROM search_text JOIN search_item i ON i.id = search_text.rowid "
+        f"WHERE {where} ORDER BY search_text.rowid DESC LIMIT %s"
+    )
+    return _run(sql, [*params, limit])
+
+
+def count(match: str, filters: Filters, cap: int) -> int:
+    """How many hits, counting at most cap + 1."""
+    where, params = _where(match, filters, None)
+    sql = (
+        "SELECT count(*) FROM (SELECT 1 FROM search_text JOIN search_item i "
+        f"ON i.id = search_text.rowid WHERE {where} LIMIT %s)"
+    )
+    return _run(sql, [*params, cap + 1])[0][0]
+
+
+def size_bytes() -> int:
+    """The index's size on disk (both tables and their indexes), where SQLite can tell."""
+    try:
+        rows = _run(
+            "SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'search\\_%' ESCAPE '\\'", []
+        )
+    except sqlite3.Error:
+        return 0
+    return rows[0][0] or 0
+
+
+# Every search has a time limit, like every ledger query (ledgerweb.sqlite).
+QUERY_LIMIT_S = 2.0
+
+
+def _run(sql: str, params: list) -> list[tuple]:
+    with connection.cursor() as cursor, _time_limit(QUERY_LIMIT_S):
+        try:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+        except Exception as error:
+            text = str(error)
+            if "interrupted" in text:
+                raise QueryTooSlow from error
+            if "fts5" in text or "syntax error" in text or "malformed MATCH" in text:
+                raise QueryNotUnderstood(text) from error
+            raise
+
+
+@contextmanager
+def _time_limit(seconds: float):
+    connection.ensure_connection()
+    raw = connection.connection
+    ends = time.monotonic() + seconds
+    raw.set_progress_handler(lambda: 1 if time.monotonic() > ends else 0, 1000)
+    try:
+        yield
+    finally:
+        raw.set_progress_handler(None, 0)
