@@ -102,8 +102,19 @@ def add(docs: list[Doc]) -> None:
             rowid = next_free[base]
             next_free[base] += 1
             items.append(
-                (rowid, doc.kind, doc.item_id, doc.field, doc.chunk, doc.session_id, doc.turn_id,
-                 doc.status, doc.persona, doc.channel, int(doc.open))
+                (
+                    rowid,
+                    doc.kind,
+                    doc.item_id,
+                    doc.field,
+                    doc.chunk,
+                    doc.session_id,
+                    doc.turn_id,
+                    doc.status,
+                    doc.persona,
+                    doc.channel,
+                    int(doc.open),
+                )
             )
             texts.append((rowid, doc.text))
         cursor.executemany(
@@ -193,9 +204,7 @@ def count(match: str, filters: Filters, cap: int) -> int:
 def size_bytes() -> int:
     """The index's size on disk (both tables and their indexes), where SQLite can tell."""
     try:
-        rows = _run(
-            "SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'search\\_%' ESCAPE '\\'", []
-        )
+        rows = _run("SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'search\\_%' ESCAPE '\\'", [])
     except sqlite3.Error:
         return 0
     return rows[0][0] or 0

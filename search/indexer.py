@@ -138,7 +138,10 @@ def channel_of(routing_key) -> str | None:
 
 # -- Identity -------------------------------------------------------------------------------------
 
-ANCHORS = {"turn": "SELECT id, started_at FROM turns", "request": "SELECT id, started_at FROM nexus_requests"}
+ANCHORS = {
+    "turn": "SELECT id, started_at FROM turns",
+    "request": "SELECT id, started_at FROM nexus_requests",
+}
 
 
 def ledger_anchor() -> dict:
@@ -209,7 +212,8 @@ def _docs(source: Source, row: tuple) -> list[Doc]:
         name = field or (str(role) if role not in (None, "") else "message")
         docs.append(Doc(field=name, text=clean_text(head), **meta))
         for offset in range(CHUNK, length, CHUNK):
-            docs.append(Doc(field=name, text=_chunk(source, column, rowid, offset), chunk=offset, **meta))
+            text = _chunk(source, column, rowid, offset)
+            docs.append(Doc(field=name, text=text, chunk=offset, **meta))
     return docs
 
 
@@ -225,8 +229,9 @@ def _chunk(source: Source, column: str, rowid: int, offset: int) -> str:
 def read_chunk(kind: str, field: str, item_id: str, offset: int) -> str | None:
     """The text of one indexed piece, for a snippet; None when the row is gone."""
     source = BY_KIND[kind]
-    column = source.columns[source.fields.index(field)] if field in source.fields else source.columns[0]
-    name = column.split(".")[1]
+    # Messages name their field by role; every other kind has its fields listed.
+    index = source.fields.index(field) if field in source.fields else 0
+    name = source.columns[index].split(".")[1]
     found = sqlite.rows(
         f"SELECT substr(CAST({name} AS BLOB), %s, %s) FROM {source.table} WHERE {source.key} = %s",
         [offset + 1, CHUNK + OVERLAP, item_id],

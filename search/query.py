@@ -75,12 +75,12 @@ def parse(text: str) -> Query:
             expect_term = True
             continue
         if bare == "-" and not star:
-            raise QueryError("A minus sign must be followed by the word to leave out, e.g. -heartbeat.")
+            raise QueryError("Put the word to leave out right after the minus: -heartbeat.")
         words = WORD.findall(fold(raw))
         if not words:
             raise QueryError(
                 f"“{match.group(0)}” has no letters or digits to search for. "
-                "Put punctuation inside a phrase with words, e.g. \"exit code 1\"."
+                'Put punctuation inside a phrase with words, e.g. "exit code 1".'
             )
         term = Term(words, prefix=bool(star))
         if minus:
@@ -93,8 +93,8 @@ def parse(text: str) -> Query:
     positives = [term for group in groups for term in group]
     if not positives:
         if negatives:
-            raise QueryError("Add a word to look for: a query of only -words would match everything.")
-        raise QueryError("Type a word, a \"phrase\", a prefix* or an id.")
+            raise QueryError("Add a word to look for: only -words would match everything.")
+        raise QueryError('Type a word, a "phrase", a prefix* or an id.')
     if len(positives) + len(negatives) > MAX_TERMS:
         raise QueryError(f"That is more than {MAX_TERMS} words: keep the ones that matter.")
     expression = " OR ".join(

@@ -2,6 +2,7 @@
 back from the ledger, grouped by session."""
 
 import re
+from contextlib import suppress
 from dataclasses import dataclass, field
 
 from django.urls import NoReverseMatch, reverse
@@ -89,8 +90,16 @@ def run(query: Query, filters: engine.Filters, before: int | None) -> Page:
             gone += 1
             continue
         hits[(kind, item_id)] = Hit(
-            hit_id, kind, item_id, [field_name], session_id, turn_id, row[2], row[1],
-            snippet(text, query), _hit_url(kind, item_id, session_id, turn_id),
+            hit_id,
+            kind,
+            item_id,
+            [field_name],
+            session_id,
+            turn_id,
+            row[2],
+            row[1],
+            snippet(text, query),
+            _hit_url(kind, item_id, session_id, turn_id),
         )
     return Page(_grouped(list(hits.values())), len(hits), next_cursor, gone)
 
@@ -136,10 +145,8 @@ def _grouped(hits: list[Hit]) -> list[Group]:
             group = groups.get(sid)
             if group:
                 group.label, group.persona = label, persona
-                try:
+                with suppress(NoReverseMatch):
                     group.url = reverse("sessions:detail", args=[str(sid)])
-                except NoReverseMatch:
-                    pass
     return list(groups.values())
 
 

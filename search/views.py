@@ -22,6 +22,14 @@ KINDS = {
     "requests": ["request"],
 }
 KIND_LABELS = {"messages": "messages", "tools": "tool calls", "requests": "requests"}
+# The ledger's tables as the index status names them.
+BACKLOG_NAMES = {
+    "messages": "messages",
+    "tool_calls": "tool calls",
+    "nexus_requests": "requests",
+    "sessions": "sessions",
+    "compactions": "compaction summaries",
+}
 # How long a search page may spend bringing the index up to date before it searches.
 INDEX_BUDGET_S = 0.3
 
@@ -44,8 +52,21 @@ class SearchForm:
 
     @classmethod
     def from_query(cls, params) -> "SearchForm":
-        form = cls(**{name: params.get(name, "").strip() for name in (
-            "q", "kind", "persona", "channel", "status", "window", "since", "until")})
+        form = cls(
+            **{
+                name: params.get(name, "").strip()
+                for name in (
+                    "q",
+                    "kind",
+                    "persona",
+                    "channel",
+                    "status",
+                    "window",
+                    "since",
+                    "until",
+                )
+            }
+        )
         form.filters = engine.Filters(
             KINDS.get(form.kind, []), form.persona, form.channel, form.status
         )
@@ -55,7 +76,8 @@ class SearchForm:
             if form.window in WINDOWS:
                 form.filters.since_ms = now_ms() - WINDOWS[form.window]
             else:
-                form.errors["window"] = f"Unknown time window “{form.window}”: use {', '.join(WINDOWS)}."
+                choices = ", ".join(WINDOWS)
+                form.errors["window"] = f"Unknown time window “{form.window}”: use {choices}."
         for name in ("since", "until"):
             raw = getattr(form, name)
             if raw:
@@ -113,7 +135,7 @@ def _index_status() -> dict:
     state = IndexState.objects.first()
     return {
         "caught_up_at": state.caught_up_at if state else None,
-        "backlog": {table: n for table, n in backlog.items() if n},
+        "backlog": {BACKLOG_NAMES[table]: n for table, n in backlog.items() if n},
         "backlog_cap": indexer.COUNT_CAP,
     }
 
@@ -130,7 +152,8 @@ def _results(form: SearchForm) -> dict:
         return {"query_error": "The search engine could not read that query; try fewer symbols."}
     except (engine.QueryTooSlow, LedgerQueryTimeout):
         return {"query_error": "That search took too long: add a word or a filter to narrow it."}
-    return {"page": page, "total": min(total, indexer.COUNT_CAP), "total_capped": total > indexer.COUNT_CAP}
+    cap = indexer.COUNT_CAP
+    return {"page": page, "total": min(total, cap), "total_capped": total > cap}
 
 
 def _json(ctx: dict) -> dict:
@@ -141,7 +164,8 @@ def _json(ctx: dict) -> dict:
         "errors": form.errors,
         "query_error": ctx.get("query_error"),
         "ids": [
-            {"kind": j.kind, "id": j.item_id, "url": j.url, "detail": j.detail} for j in ctx["jumps"]
+            {"kind": j.kind, "id": j.item_id, "url": j.url, "detail": j.detail}
+            for j in ctx["jumps"]
         ],
         "index": {"caught_up_at": ctx["caught_up_at"], "not_yet_indexed": ctx["backlog"]},
         "count": ctx.get("total"),

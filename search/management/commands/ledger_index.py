@@ -24,9 +24,7 @@ class Command(BaseCommand):
             bar = tqdm(total=todo, unit=" rows", disable=None if verbosity else True)
             try:
                 while True:
-                    progress = indexer.step(
-                        budget_s=5.0, on_batch=lambda table, n: bar.update(n)
-                    )
+                    progress = indexer.step(budget_s=5.0, on_batch=lambda table, n: bar.update(n))
                     if progress.reset:
                         bar.write("The ledger changed identity: the index was started again.")
                     if not any(progress.backlog.values()):

@@ -1,0 +1,111 @@
+"""The search index follows the ledger: rows added or finished while the server runs become
+searchable, a replaced ledger is indexed again from nothing, ledger_index resumes after a stop."""
+
+import json
+import os
+
+import pytest
+from builders import T0, LedgerBuilder, use_ledger
+from django.core.management import call_command
+from django.db import connection
+
+from ledgerweb import schema
+from search import engine, indexer
+
+# The writer's rows must be visible to the pages: no test transaction around them.
+pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
+URL = "/search/"
+
+
+def found(client, q) -> list[tuple[str, str | None]]:
+    data = client.get(URL, {"q": q, "format": "json"}).json()
+    return [(hit["id"], hit["status"]) for group in data["groups"] for hit in group["hits"]]
+
+
+def indexed_items() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM search_item")
+        return cursor.fetchone()[0]
+
+
+def test_rows_added_while_the_server_runs_become_searchable(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    ledger.message(t, 1, id="M1", content="alpha")
+    assert found(viewer_client, "alpha") == [("M1", "completed")]
+    ledger.message(t, 2, id="M2", content="bravo alpha", created_at=T0 + 1)
+    assert found(viewer_client, "bravo") == [("M2", "completed")]
+    assert found(viewer_client, "alpha") == [("M2", "completed"), ("M1", "completed")]
+
+
+def test_a_tool_result_that_arrives_later_becomes_searchable_once(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1", status="streaming")
+    ledger.tool_call(t, 1, id="C1", parameters='{"q": "walrus"}', result=None, status="pending")
+    assert found(viewer_client, "walrus") == [("C1", "pending")]
+    ledger.conn.execute(
+        "UPDATE tool_calls SET result = ?, status = 'completed' WHERE id = 'C1'",
+        (json.dumps({"answer": "narwhal"}),),
+    )
+    ledger.conn.execute("UPDATE turns SET status = 'completed' WHERE id = 'T1'")
+    assert found(viewer_client, "narwhal") == [("C1", "completed")]
+    assert found(viewer_client, "walrus") == [("C1", "completed")]  # once, not twice
+
+
+def test_a_request_that_fails_after_it_was_indexed_shows_its_error(viewer_client, ledger):
+    ledger.request(id="R1", status="processing", stage="runAgent", event_id="evt-9")
+    assert found(viewer_client, '"evt 9"') == [("R1", "processing")]
+    ledger.conn.execute(
+        "UPDATE nexus_requests SET status = 'failed', error_message = 'quota exhausted'"
+    )
+    assert found(viewer_client, "quota") == [("R1", "failed")]
+
+
+def test_a_replaced_ledger_is_indexed_again_never_mixed(viewer_client, ledger, tmp_path):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    ledger.message(t, 1, id="M1", content="apple")
+    assert found(viewer_client, "apple") == [("M1", "completed")]
+    # Another ledger written to the same path (a restore from backup, a rebuilt ledger), with
+    # the same ids but other rows: the path alone cannot tell them apart.
+    ledger.conn.close()
+    replacement = tmp_path / "other.sqlite3"
+    schema.create_ledger(replacement)
+    other = LedgerBuilder(replacement)
+    s = other.session(id="S1")
+    t = other.turn(s, id="T1", started_at=T0 + 5)
+    other.message(t, 1, id="M1", content="banana", created_at=T0 + 5)
+    other.conn.close()
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(f"{ledger.path}{suffix}"):
+            os.remove(f"{ledger.path}{suffix}")
+    os.replace(replacement, ledger.path)
+    use_ledger(ledger.path)
+    assert found(viewer_client, "apple") == []
+    assert found(viewer_client, "banana") == [("M1", "completed")]
+
+
+def test_ledger_index_indexes_only_new_rows_and_resumes_after_a_stop(ledger, monkeypatch):
+    s = ledger.session(id="S1", label=None)
+    t = ledger.turn(s, id="T1")
+    for i in range(5):
+        ledger.message(t, i, id=f"M{i}", content=f"word{i}")
+    monkeypatch.setattr(indexer, "BATCH", 2)
+    real_add, calls = engine.add, []
+
+    def add_then_stop(docs):
+        calls.append(docs)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # Ctrl-C in the middle of the second batch
+        real_add(docs)
+
+    monkeypatch.setattr(engine, "add", add_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        call_command("ledger_index", verbosity=0)
+    assert indexed_items() == 2  # the first batch, committed; the second rolled back
+    monkeypatch.setattr(engine, "add", real_add)
+    call_command("ledger_index", verbosity=0)
+    assert indexed_items() == 5
+    ledger.message(t, 9, id="M9", content="word9")
+    call_command("ledger_index", verbosity=0)
+    assert indexed_items() == 6
