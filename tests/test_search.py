@@ -8,8 +8,6 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 from builders import LEDGER_DB, T0, parse_html
 
-from search import indexer
-
 pytestmark = LEDGER_DB
 URL = "/search/"
 
@@ -40,7 +38,8 @@ def conversation(ledger):
     )  # fmt: skip
     ledger.request(
         id="R1", event_id="discord:msg/998877", status="failed", turn_id="T1",
-        error_message="DeliveryTimeout waiting for gateway", error_stack="at sendDiscord (bot.js:42)",
+        error_message="DeliveryTimeout waiting for gateway",
+        error_stack="at sendDiscord (bot.js:42)",
         session_persona="atlas", event_source="discord",
     )  # fmt: skip
     ledger.conn.execute(
