@@ -155,6 +155,7 @@ class Filters:
     status: str = ""
     since_ms: int | None = None
     until_ms: int | None = None
+    session_id: str = ""
 
 
 def _where(match: str, filters: Filters, before: int | None) -> tuple[str, list]:
@@ -171,7 +172,7 @@ def _where(match: str, filters: Filters, before: int | None) -> tuple[str, list]
     if filters.kinds:
         clauses.append(f"i.kind IN ({', '.join(['%s'] * len(filters.kinds))})")
         params.extend(filters.kinds)
-    for column in ("persona", "channel", "status"):
+    for column in ("persona", "channel", "status", "session_id"):
         if getattr(filters, column):
             clauses.append(f"i.{column} = %s")
             params.append(getattr(filters, column))
@@ -199,6 +200,17 @@ def count(match: str, filters: Filters, cap: int) -> int:
         f"ON i.id = search_text.rowid WHERE {where} LIMIT %s)"
     )
     return _run(sql, [*params, cap + 1])[0][0]
+
+
+def turn_ids(match: str, filters: Filters, limit: int) -> list[str]:
+    """The turns (oldest first) whose messages, tool calls or requests match: find in a session."""
+    where, params = _where(match, filters, None)
+    sql = (
+        "SELECT turn_id FROM (SELECT i.turn_id, min(search_text.rowid) AS first FROM search_text "
+        f"JOIN search_item i ON i.id = search_text.rowid WHERE {where} AND i.turn_id IS NOT NULL "
+        "GROUP BY i.turn_id LIMIT %s) ORDER BY first"
+    )
+    return [row[0] for row in _run(sql, [*params, limit])]
 
 
 def size_bytes() -> int:

@@ -82,3 +82,14 @@ def find(text: str) -> list[Jump]:
         ):
             jumps.append(Jump("event id", rid, _url("pipeline:request", rid), str(status)))
     return jumps
+
+
+def failure_turn_ids(session_id: str, limit: int) -> list[str]:
+    """A session's failed turns and turns with a failed tool call, oldest first."""
+    found = sqlite.rows(
+        "SELECT id, started_at FROM turns WHERE session_id = %s AND status = 'failed' "
+        "UNION SELECT t.id, t.started_at FROM turns t JOIN tool_calls c ON c.turn_id = t.id "
+        "WHERE t.session_id = %s AND c.status = 'failed' ORDER BY 2, 1 LIMIT %s",
+        [session_id, session_id, limit],
+    )
+    return [str(row[0]) for row in found]

@@ -22,6 +22,8 @@ KINDS = {
     "requests": ["request"],
 }
 KIND_LABELS = {"messages": "messages", "tools": "tool calls", "requests": "requests"}
+# The query parameters the form keeps as text.
+TEXT_FIELDS = ("q", "kind", "persona", "channel", "status", "window", "since", "until", "session")
 # The ledger's tables as the index status names them.
 BACKLOG_NAMES = {
     "messages": "messages",
@@ -46,29 +48,16 @@ class SearchForm:
     window: str = ""
     since: str = ""
     until: str = ""
+    session: str = ""  # only this session's turns (the session page's find box without JS)
     before: int | None = None
     errors: dict[str, str] = field(default_factory=dict)
     filters: engine.Filters = field(default_factory=lambda: engine.Filters([]))
 
     @classmethod
     def from_query(cls, params) -> "SearchForm":
-        form = cls(
-            **{
-                name: params.get(name, "").strip()
-                for name in (
-                    "q",
-                    "kind",
-                    "persona",
-                    "channel",
-                    "status",
-                    "window",
-                    "since",
-                    "until",
-                )
-            }
-        )
+        form = cls(**{name: params.get(name, "").strip() for name in TEXT_FIELDS})
         form.filters = engine.Filters(
-            KINDS.get(form.kind, []), form.persona, form.channel, form.status
+            KINDS.get(form.kind, []), form.persona, form.channel, form.status, form.session
         )
         if form.kind and form.kind not in KINDS:
             form.errors["kind"] = f"Unknown kind “{form.kind}”: choose messages, tools or requests."
@@ -98,8 +87,7 @@ class SearchForm:
         return form
 
     def as_query(self) -> dict[str, str]:
-        names = ("q", "kind", "persona", "channel", "status", "window", "since", "until")
-        return {name: getattr(self, name) for name in names if getattr(self, name)}
+        return {name: getattr(self, name) for name in TEXT_FIELDS if getattr(self, name)}
 
 
 @require_GET
@@ -193,3 +181,29 @@ def _json(ctx: dict) -> dict:
             for g in (page.groups if page else [])
         ],
     }
+
+
+# Turns a session's find box marks at most: more is not a walk anyone takes key by key.
+FIND_LIMIT = 1000
+
+
+@require_GET
+def find_in_session(request: HttpRequest, session_id: str) -> JsonResponse:
+    """For the session page's find box: the turns of this session that match `q` (oldest
+    first), and with ?failures=1 its failures (failed turns, turns with a failed tool call)."""
+    q = request.GET.get("q", "").strip()
+    answer = {"turn_ids": [], "error": None, "failures": []}
+    if request.GET.get("failures") == "1":
+        answer["failures"] = ids.failure_turn_ids(session_id, FIND_LIMIT)
+    if q:
+        _index_status()
+        try:
+            query = parse(q)
+            answer["turn_ids"] = engine.turn_ids(
+                query.match, engine.Filters([], session_id=session_id), FIND_LIMIT
+            )
+        except QueryError as error:
+            answer["error"] = str(error)
+        except (engine.QueryNotUnderstood, engine.QueryTooSlow, LedgerQueryTimeout):
+            answer["error"] = "That search could not be run here: try fewer words or symbols."
+    return JsonResponse(answer)
