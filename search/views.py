@@ -57,7 +57,11 @@ class SearchForm:
     def from_query(cls, params) -> "SearchForm":
         form = cls(**{name: params.get(name, "").strip() for name in TEXT_FIELDS})
         form.filters = engine.Filters(
-            KINDS.get(form.kind, []), form.persona, form.channel, form.status, form.session
+            KINDS.get(form.kind, []),
+            form.persona,
+            form.channel,
+            form.status,
+            session_id=form.session,
         )
         if form.kind and form.kind not in KINDS:
             form.errors["kind"] = f"Unknown kind “{form.kind}”: choose messages, tools or requests."

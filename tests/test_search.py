@@ -302,3 +302,46 @@ def test_the_page_says_how_far_the_index_reaches(viewer_client, conversation, mo
         ".//p[@id='index-status']"
     )
     assert "".join(status.itertext()).startswith("Index up to date as of")
+
+
+# -- Find in a session -----------------------------------------------------------------------------
+
+
+def test_the_session_find_box_without_javascript_searches_only_that_session(
+    viewer_client, conversation, ledger
+):
+    other = ledger.session(id="S2", label="Elsewhere")
+    ledger.message(ledger.turn(other, id="T9"), 1, id="M9", content="a branch elsewhere")
+    page = parse_html(viewer_client.get("/sessions/S1/").content)
+    form = page.find(".//form[@class='find-in-session']")
+    fields = {i.get("name"): i.get("value") or "" for i in form.iter("input")}
+    assert fields == {"session": "S1", "q": ""}
+    response = viewer_client.get(form.get("action"), fields | {"q": "branch"})
+    results = parse_html(response.content)
+    assert {h.get("href") for h in results.iterfind(".//div[@class='hit-head']/a")} == {
+        "/sessions/S1/turns/T1/#message-M2", "/sessions/S1/turns/T1/#call-C1",
+    }  # fmt: skip
+    everywhere = results.find(".//p[@class='notice']/a[2]")
+    assert everywhere.text == "search everywhere"
+    wider = viewer_client.get(URL + everywhere.get("href").replace("&amp;", "&"))
+    assert b"/sessions/S2/turns/T9/#message-M9" in wider.content
+
+
+def test_find_in_session_names_matching_turns_and_failures(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t1 = ledger.turn(s, id="T1", started_at=T0)
+    ledger.message(t1, 1, content="kumquat")
+    t2 = ledger.turn(s, t1, id="T2", started_at=T0 + 1, status="failed")
+    t3 = ledger.turn(s, t2, id="T3", started_at=T0 + 2)
+    ledger.tool_call(t3, 1, status="failed", error="kumquat exploded")
+    ledger.turn(ledger.session(id="S2"), id="T4")
+    ledger.set_head(s, t1, t3)
+    form = parse_html(viewer_client.get("/sessions/S1/").content).find(
+        ".//form[@class='find-in-session']"
+    )
+    url = form.get("data-find-url")
+    assert viewer_client.get(url, {"q": "kumquat"}).json()["turn_ids"] == ["T1", "T3"]
+    assert viewer_client.get(url, {"failures": "1"}).json()["failures"] == ["T2", "T3"]
+    assert "not closed" in viewer_client.get(url, {"q": '"kumquat'}).json()["error"]
+    turn_url = form.get("data-turn-url").replace("TURN-ID-PLACEHOLDER", "T3")
+    assert viewer_client.get(turn_url, {"find": "kumquat"}).status_code == 200

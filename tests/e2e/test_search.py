@@ -27,7 +27,9 @@ def story(ledger):
     return s
 
 
-def test_a_tool_call_id_in_the_header_box_opens_that_call(page, live_server, viewer, story, sign_in):
+def test_a_tool_call_id_in_the_header_box_opens_that_call(
+    page, live_server, viewer, story, sign_in
+):
     sign_in("vera")
     last = f"C{INLINE_CALLS + 1}"
     page.get_by_role("searchbox", name="Search the ledger or paste an id").fill(last)
