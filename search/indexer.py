@@ -30,6 +30,7 @@ OVERLAP = 256  # bytes each chunk repeats from the next, so a word cut at a bord
 BATCH = 500  # ledger rows read per query
 OPEN_STATUSES = ("pending", "streaming", "processing", "running")
 COUNT_CAP = 10_000
+CAUGHT_UP_EVERY_MS = 5_000
 
 
 @dataclass(frozen=True)
@@ -226,17 +227,20 @@ def _chunk(source: Source, column: str, rowid: int, offset: int) -> str:
     return clean_text(found[0][0]) if found else ""
 
 
-def read_chunk(kind: str, field: str, item_id: str, offset: int) -> str | None:
-    """The text of one indexed piece, for a snippet; None when the row is gone."""
+def read_chunks(kind: str, field: str, offset: int, item_ids: list[str]) -> dict[str, str]:
+    """The text of indexed pieces (one field at one offset of many rows), for snippets, by id;
+    a row that is gone has none."""
     source = BY_KIND[kind]
     # Messages name their field by role; every other kind has its fields listed.
     index = source.fields.index(field) if field in source.fields else 0
     name = source.columns[index].split(".")[1]
+    marks = ", ".join(["%s"] * len(item_ids))
     found = sqlite.rows(
-        f"SELECT substr(CAST({name} AS BLOB), %s, %s) FROM {source.table} WHERE {source.key} = %s",
-        [offset + 1, CHUNK + OVERLAP, item_id],
+        f"SELECT {source.key}, substr(CAST({name} AS BLOB), %s, %s) FROM {source.table} "
+        f"WHERE {source.key} IN ({marks})",
+        [offset + 1, CHUNK + OVERLAP, *item_ids],
     )
-    return clean_text(found[0][0]) if found else None
+    return {str(item_id): clean_text(text) for item_id, text in found}
 
 
 # -- Steps ----------------------------------------------------------------------------------------
@@ -256,16 +260,20 @@ def step(budget_s: float, on_batch: Callable[[str, int], None] | None = None) ->
     tables = sqlite.table_names()
     sources = [s for s in SOURCES if s.table in tables]
     progress = Progress()
-    with transaction.atomic():
-        state = _locked_state()
-        if not same_ledger(state, tables):
-            progress.reset = bool(state.ledger)  # (a new index has no ledger to lose)
-            _reset(state)
-        if not state.anchor:
-            state.anchor = ledger_anchor()
-            state.save(update_fields=["anchor"])
-        progress.indexed += _reindex_open(sources)
-    pending = list(sources)
+    state = _state()
+    # Most page views find nothing to do: they read, and take the write lock only for work.
+    if not same_ledger(state, tables) or not state.anchor or engine.open_items(1):
+        with transaction.atomic():
+            state = _locked_state()
+            if not same_ledger(state, tables):
+                progress.reset = bool(state.ledger)  # (a new index has no ledger to lose)
+                _reset(state)
+            if not state.anchor:
+                state.anchor = ledger_anchor()
+                state.save(update_fields=["anchor"])
+            progress.indexed += _reindex_open(sources)
+    waiting = backlog(sources)
+    pending = [source for source in sources if waiting[source.table]]
     while pending and time.monotonic() < deadline:
         for source in list(pending):
             done = _index_batch(source)
@@ -276,10 +284,18 @@ def step(budget_s: float, on_batch: Callable[[str, int], None] | None = None) ->
                 pending.remove(source)
             if time.monotonic() >= deadline:
                 break
-    progress.backlog = backlog(sources)
+    progress.backlog = backlog(sources) if progress.indexed else waiting
     if not any(progress.backlog.values()):
-        IndexState.objects.filter(pk=_state().pk).update(caught_up_at=now_ms())
+        _caught_up()
     return progress
+
+
+def _caught_up() -> None:
+    """Note when the index last reached the ledger's end (written at most every few seconds,
+    not on every page view)."""
+    now = now_ms()
+    IndexState.objects.filter(caught_up_at__isnull=True).update(caught_up_at=now)
+    IndexState.objects.filter(caught_up_at__lt=now - CAUGHT_UP_EVERY_MS).update(caught_up_at=now)
 
 
 def _locked_state() -> IndexState:

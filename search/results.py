@@ -76,6 +76,7 @@ def run(query: Query, filters: engine.Filters, before: int | None) -> Page:
     rows = engine.search(query.match, filters, before, PAGE_SIZE)
     next_cursor = rows[-1][0] if len(rows) == PAGE_SIZE else None
     live = _live_rows(rows)
+    texts = _texts(rows)
     hits: dict[tuple, Hit] = {}
     gone = 0
     for hit_id, kind, item_id, field_name, chunk, session_id, turn_id, _ in rows:
@@ -85,7 +86,7 @@ def run(query: Query, filters: engine.Filters, before: int | None) -> Page:
                 known.fields.append(field_name)
             continue
         row = live.get((kind, item_id))
-        text = indexer.read_chunk(kind, field_name, item_id, chunk) if row else None
+        text = texts.get((kind, field_name, chunk), {}).get(item_id)
         if row is None or text is None:
             gone += 1
             continue
@@ -102,6 +103,20 @@ def run(query: Query, filters: engine.Filters, before: int | None) -> Page:
             _hit_url(kind, item_id, session_id, turn_id),
         )
     return Page(_grouped(list(hits.values())), len(hits), next_cursor, gone)
+
+
+def _texts(rows) -> dict[tuple, dict[str, str]]:
+    """The text of each hit's piece, read back from the ledger: one query per kind, field and
+    offset (a page's hits are mostly the first piece of a few fields)."""
+    wanted: dict[tuple, set[str]] = {}
+    for _, kind, item_id, field_name, chunk, *_ in rows:
+        wanted.setdefault((kind, field_name, chunk), set()).add(item_id)
+    tables = sqlite.table_names()
+    return {
+        key: indexer.read_chunks(*key, sorted(ids))
+        for key, ids in wanted.items()
+        if indexer.BY_KIND[key[0]].table in tables
+    }
 
 
 def _live_rows(rows) -> dict[tuple, tuple]:

@@ -7,9 +7,19 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 from builders import LEDGER_DB, T0, parse_html
+from django.db import connections
+
+from ledgerweb.db import LEDGER
 
 pytestmark = LEDGER_DB
 URL = "/search/"
+
+
+@pytest.fixture(autouse=True)
+def pages_index_everything(monkeypatch):
+    """A page indexes for at most INDEX_BUDGET_S; on a busy test machine that may not reach a
+    test's last rows. Tests of what is searchable let pages index everything."""
+    monkeypatch.setattr("search.views.INDEX_BUDGET_S", 60)
 
 
 def search(client, q, **params):
@@ -297,7 +307,7 @@ def test_the_page_says_how_far_the_index_reaches(viewer_client, conversation, mo
     text = " ".join("".join(status.itertext()).split())
     assert text.startswith("The index is still being built; 2 newer messages, 1 newer tool calls")
     assert text.endswith("not yet searchable.")
-    monkeypatch.setattr("search.views.INDEX_BUDGET_S", 1)
+    monkeypatch.setattr("search.views.INDEX_BUDGET_S", 60)
     status = parse_html(viewer_client.get(URL, {"q": "branch"}).content).find(
         ".//p[@id='index-status']"
     )
@@ -345,3 +355,20 @@ def test_find_in_session_names_matching_turns_and_failures(viewer_client, ledger
     assert "not closed" in viewer_client.get(url, {"q": '"kumquat'}).json()["error"]
     turn_url = form.get("data-turn-url").replace("TURN-ID-PLACEHOLDER", "T3")
     assert viewer_client.get(turn_url, {"find": "kumquat"}).status_code == 200
+
+
+def test_a_full_page_of_hits_costs_a_bounded_number_of_queries(
+    viewer_client, ledger, django_assert_max_num_queries
+):
+    s = ledger.session(id="S1")
+    for i in range(60):
+        t = ledger.turn(s, id=f"T{i:03d}", started_at=T0 + i)
+        ledger.message(t, 1, id=f"M{i:03d}", content=f"needle {i}", created_at=T0 + i)
+        ledger.tool_call(t, 1, id=f"C{i:03d}", result=f'"needle {i}"')
+    viewer_client.get(URL, {"q": "warm up"})  # the index is built by this first page
+    with (
+        django_assert_max_num_queries(12),
+        django_assert_max_num_queries(25, connection=connections[LEDGER]),
+    ):
+        page = viewer_client.get(URL, {"q": "needle"})
+    assert page.content.count(b"<mark>needle</mark>") == 50
