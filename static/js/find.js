@@ -110,7 +110,9 @@
       found.match = answer.turn_ids || []; mark();
       var here = document.querySelector(".tree-row.selected");
       position.match = here ? found.match.indexOf(here.dataset.turn) : -1;
-      say(found.match.length + " matching turn" + (found.match.length === 1 ? "" : "s") + " · n / N");
+      say(position.match >= 0
+        ? "match " + (position.match + 1) + " of " + found.match.length + " · n / N"
+        : found.match.length + " matching turn" + (found.match.length === 1 ? "" : "s") + " · n / N");
     });
   });
 })();
