@@ -372,3 +372,18 @@ def test_a_full_page_of_hits_costs_a_bounded_number_of_queries(
     ):
         page = viewer_client.get(URL, {"q": "needle"})
     assert page.content.count(b"<mark>needle</mark>") == 50
+
+
+def test_a_broken_ledger_is_searched_without_errors_and_stays_inert(viewer_client, ledger):
+    from hostile import PAYLOAD, build_broken_ledger
+    from test_hostile_ledger import assert_inert
+
+    build_broken_ledger(ledger)
+    for q in ("alert", "evil", "onerror", "seconds", PAYLOAD, "S1", "T2", "C1", "R1", "\x07"):
+        for params in ({"q": q}, {"q": q, "format": "json"}, {"q": q, "kind": "requests"}):
+            response = viewer_client.get(URL, params)
+            assert response.status_code in (200, 302), (q, response.status_code)
+            assert_inert(response, f"{URL}?{params}")
+    page = viewer_client.get(URL, {"q": "alert"})
+    parse_html(page.content)
+    assert page.content.count(b"<mark>alert</mark>") >= 3
