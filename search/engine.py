@@ -33,7 +33,6 @@ TABLES = [
         field TEXT NOT NULL, chunk INTEGER NOT NULL DEFAULT 0,
         session_id TEXT, turn_id TEXT, status TEXT, persona TEXT, channel TEXT,
         open INTEGER NOT NULL DEFAULT 0)""",
-    "CREATE INDEX IF NOT EXISTS search_item_item ON search_item(kind, item_id)",
     "CREATE INDEX IF NOT EXISTS search_item_open ON search_item(kind, item_id) WHERE open = 1",
     f"""CREATE VIRTUAL TABLE IF NOT EXISTS search_text
         USING fts5(body, content='', columnsize=0, tokenize="{TOKENIZER}")""",
@@ -126,15 +125,17 @@ def add(docs: list[Doc]) -> None:
 
 
 def forget(kind: str, item_ids: list[str]) -> None:
-    """Take items out of the results (before indexing them again). The contentless FTS index
-    keeps their old words under ids no item has any more; a search joins them away, and a
-    rebuild (ledger_index --rebuild) drops them."""
+    """Take open items out of the results (before indexing them again): only open items are
+    ever read again, so only they need an index by item (a partial one, a few rows). The
+    contentless FTS index keeps their old words under ids no item has any more; a search joins
+    them away, and a rebuild (ledger_index --rebuild) drops them."""
     with connection.cursor() as cursor:
         for start in range(0, len(item_ids), 500):
             part = item_ids[start : start + 500]
             marks = ", ".join(["%s"] * len(part))
             cursor.execute(
-                f"DELETE FROM search_item WHERE kind = %s AND item_id IN ({marks})", [kind, *part]
+                f"DELETE FROM search_item WHERE open = 1 AND kind = %s AND item_id IN ({marks})",
+                [kind, *part],
             )
 
 
