@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import F
 
 from ledgerweb import sqlite
 from ledgerweb.db import ledger_path_of
@@ -300,10 +301,10 @@ def _caught_up() -> None:
 
 def _locked_state() -> IndexState:
     """The state, read after taking the write lock: two workers indexing at once take turns, and
-    the second sees the first one's marks (no row is indexed twice)."""
-    state = _state()
-    IndexState.objects.filter(pk=state.pk).update(ledger=state.ledger)
-    return IndexState.objects.get(pk=state.pk)
+    the second sees the first one's marks (no row is indexed twice). The write comes first: a
+    read before it would pin a snapshot that another worker's commit makes too old to write."""
+    IndexState.objects.update(ledger=F("ledger"))
+    return _state()
 
 
 def _index_batch(source: Source) -> int:

@@ -1,7 +1,9 @@
 """/search/: jump to a pasted id, or search the ledger's text (see docs/decisions.md, "Search")."""
 
+import logging
 from dataclasses import dataclass, field
 
+from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
@@ -14,6 +16,8 @@ from pipeline.filters import WINDOWS, _parse_moment
 from search import engine, ids, indexer, results
 from search.models import IndexState
 from search.query import QueryError, parse
+
+logger = logging.getLogger(__name__)
 
 # What the kind filter offers, and the index's kinds behind each choice.
 KINDS = {
@@ -122,7 +126,10 @@ def _index_status() -> dict:
     try:
         progress = indexer.step(INDEX_BUDGET_S)
         backlog = progress.backlog or {}
-    except LedgerQueryTimeout:
+    except (LedgerQueryTimeout, OperationalError) as error:
+        # Another worker holds the index for longer than the lock timeout, or a ledger query
+        # ran out of time: search what is indexed; the next page goes on.
+        logger.warning("search index step skipped: %s", error)
         backlog = {}
     state = IndexState.objects.first()
     return {

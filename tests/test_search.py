@@ -387,3 +387,19 @@ def test_a_broken_ledger_is_searched_without_errors_and_stays_inert(viewer_clien
     page = viewer_client.get(URL, {"q": "alert"})
     parse_html(page.content)
     assert page.content.count(b"<mark>alert</mark>") >= 3
+
+
+def test_a_busy_index_does_not_stop_a_search(viewer_client, conversation, monkeypatch):
+    from django.db import OperationalError
+
+    from search import indexer
+
+    viewer_client.get(URL, {"q": "warm up"})  # indexed
+
+    def locked(*args, **kwargs):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(indexer, "step", locked)  # another worker holds the index too long
+    response = viewer_client.get(URL, {"q": "kumquats"})
+    assert response.status_code == 200
+    assert b"<mark>kumquats</mark>" in response.content
