@@ -1,12 +1,14 @@
 """The search index on SQLite FTS5: everything engine-specific about search, in one module.
 
-Two tables in ledgerweb's own database:
+Three tables in ledgerweb's own database:
+- search_row: one row per indexed ledger row, with what a result shows and filters on: kind,
+  ids, status, persona, channel.
 - search_item: one row per indexed piece of text (a field of a ledger row, or one chunk of a
-  huge field) with what a result shows and filters on: kind, ids, field, status, persona...
-- search_text: a contentless FTS5 table over the same rows (rowid = search_item.id). It keeps
-  only the index, not the text, which stays in the ledger: snippets are read from there.
+  huge field): its search_row, field and chunk offset.
+- search_text: a contentless FTS5 table over the items (rowid = search_item.id). It keeps only
+  the index, not the text, which stays in the ledger: snippets are read from there.
 
-A row's id is its time: (Unix ms << 20) + a serial. So "newest first" and a time range are a
+An item's id is its time: (Unix ms << 20) + a serial. So "newest first" and a time range are a
 walk of the FTS index in rowid order, which FTS5 does without sorting, and the id of the last
 hit shown is the cursor of the next page.
 
@@ -28,12 +30,15 @@ SERIAL_BITS = 20
 MAX_MS = (1 << 62 >> SERIAL_BITS) - 1  # a time beyond this (junk) is clamped
 
 TABLES = [
-    """CREATE TABLE IF NOT EXISTS search_item (
+    """CREATE TABLE IF NOT EXISTS search_row (
         id INTEGER PRIMARY KEY, kind TEXT NOT NULL, item_id TEXT NOT NULL,
-        field TEXT NOT NULL, chunk INTEGER NOT NULL DEFAULT 0,
         session_id TEXT, turn_id TEXT, status TEXT, persona TEXT, channel TEXT,
         open INTEGER NOT NULL DEFAULT 0)""",
-    "CREATE INDEX IF NOT EXISTS search_item_open ON search_item(kind, item_id) WHERE open = 1",
+    # Only open rows are ever looked up by item (to read them again): a partial index.
+    "CREATE INDEX IF NOT EXISTS search_row_open ON search_row(kind, item_id) WHERE open = 1",
+    """CREATE TABLE IF NOT EXISTS search_item (
+        id INTEGER PRIMARY KEY, row INTEGER NOT NULL, field TEXT NOT NULL,
+        chunk INTEGER NOT NULL DEFAULT 0)""",
     f"""CREATE VIRTUAL TABLE IF NOT EXISTS search_text
         USING fts5(body, content='', columnsize=0, tokenize="{TOKENIZER}")""",
 ]
@@ -72,6 +77,7 @@ def create_tables(cursor) -> None:
 
 def clear() -> None:
     with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM search_row")
         cursor.execute("DELETE FROM search_item")
         # A contentless FTS5 table is emptied by its own command, not by DELETE.
         cursor.execute("INSERT INTO search_text (search_text) VALUES ('delete-all')")
@@ -83,13 +89,25 @@ def first_id(at) -> int:
 
 
 def add(docs: list[Doc]) -> None:
-    """Index docs. Each gets the next free id at its time."""
+    """Index docs: a search_row per ledger row (docs of one row come together), and each doc
+    as an item with the next free id at its time. Runs under the index's write lock, so the
+    row ids counted from max(id) are free."""
     if not docs:
         return
     with connection.cursor() as cursor:
+        cursor.execute("SELECT coalesce(max(id), 0) FROM search_row")
+        (row_id,) = cursor.fetchone()
         next_free: dict[int, int] = {}
-        items, texts = [], []
+        rows, items, texts = [], [], []
+        last_key = None
         for doc in docs:
+            if (doc.kind, doc.item_id) != last_key:
+                last_key = (doc.kind, doc.item_id)
+                row_id += 1
+                rows.append(
+                    (row_id, doc.kind, doc.item_id, doc.session_id, doc.turn_id, doc.status,
+                     doc.persona, doc.channel, int(doc.open))
+                )  # fmt: skip
             base = first_id(doc.at)
             if base not in next_free:
                 cursor.execute(
@@ -98,43 +116,32 @@ def add(docs: list[Doc]) -> None:
                 )
                 (top,) = cursor.fetchone()
                 next_free[base] = base if top is None else top + 1
-            rowid = next_free[base]
+            item_id = next_free[base]
             next_free[base] += 1
-            items.append(
-                (
-                    rowid,
-                    doc.kind,
-                    doc.item_id,
-                    doc.field,
-                    doc.chunk,
-                    doc.session_id,
-                    doc.turn_id,
-                    doc.status,
-                    doc.persona,
-                    doc.channel,
-                    int(doc.open),
-                )
-            )
-            texts.append((rowid, doc.text))
+            items.append((item_id, row_id, doc.field, doc.chunk))
+            texts.append((item_id, doc.text))
         cursor.executemany(
-            "INSERT INTO search_item (id, kind, item_id, field, chunk, session_id, turn_id, "
-            "status, persona, channel, open) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            items,
+            "INSERT INTO search_row (id, kind, item_id, session_id, turn_id, status, persona, "
+            "channel, open) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            rows,
+        )
+        cursor.executemany(
+            "INSERT INTO search_item (id, row, field, chunk) VALUES (%s, %s, %s, %s)", items
         )
         cursor.executemany("INSERT INTO search_text (rowid, body) VALUES (%s, %s)", texts)
 
 
 def forget(kind: str, item_ids: list[str]) -> None:
-    """Take open items out of the results (before indexing them again): only open items are
-    ever read again, so only they need an index by item (a partial one, a few rows). The
-    contentless FTS index keeps their old words under ids no item has any more; a search joins
-    them away, and a rebuild (ledger_index --rebuild) drops them."""
+    """Take open rows out of the results (before indexing them again). Their items and the
+    words the contentless FTS index keeps for them stay, under a row that is gone: a search
+    joins them away, and a rebuild (ledger_index --rebuild) drops them. Only rows that were
+    still changing are ever forgotten, so little is left behind."""
     with connection.cursor() as cursor:
         for start in range(0, len(item_ids), 500):
             part = item_ids[start : start + 500]
             marks = ", ".join(["%s"] * len(part))
             cursor.execute(
-                f"DELETE FROM search_item WHERE open = 1 AND kind = %s AND item_id IN ({marks})",
+                f"DELETE FROM search_row WHERE open = 1 AND kind = %s AND item_id IN ({marks})",
                 [kind, *part],
             )
 
@@ -142,9 +149,7 @@ def forget(kind: str, item_ids: list[str]) -> None:
 def open_items(limit: int) -> list[tuple[str, str]]:
     """(kind, item_id) of rows indexed while they could still change."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT DISTINCT kind, item_id FROM search_item WHERE open = 1 LIMIT %s", [limit]
-        )
+        cursor.execute("SELECT kind, item_id FROM search_row WHERE open = 1 LIMIT %s", [limit])
         return cursor.fetchall()
 
 
@@ -171,24 +176,28 @@ def _where(match: str, filters: Filters, before: int | None) -> tuple[str, list]
         clauses.append("search_text.rowid >= %s")
         params.append(first_id(filters.since_ms))
     if filters.kinds:
-        clauses.append(f"i.kind IN ({', '.join(['%s'] * len(filters.kinds))})")
+        clauses.append(f"r.kind IN ({', '.join(['%s'] * len(filters.kinds))})")
         params.extend(filters.kinds)
     for column in ("persona", "channel", "status", "session_id"):
         if getattr(filters, column):
-            clauses.append(f"i.{column} = %s")
+            clauses.append(f"r.{column} = %s")
             params.append(getattr(filters, column))
     return " AND ".join(clauses), params
 
 
-HIT_COLUMNS = "i.id, i.kind, i.item_id, i.field, i.chunk, i.session_id, i.turn_id, i.status"
+HIT_COLUMNS = "i.id, r.kind, r.item_id, i.field, i.chunk, r.session_id, r.turn_id, r.status"
+# The items a search matches, with their rows (an item whose row was forgotten drops out).
+MATCHED = (
+    "search_text JOIN search_item i ON i.id = search_text.rowid JOIN search_row r ON r.id = i.row"
+)
 
 
 def search(match: str, filters: Filters, before: int | None, limit: int) -> list[tuple]:
     """The newest `limit` hits older than the id `before`: rows of HIT_COLUMNS."""
     where, params = _where(match, filters, before)
     sql = (
-        f"SELECT {HIT_COLUMNS} FROM search_text JOIN search_item i ON i.id = search_text.rowid "
-        f"WHERE {where} ORDER BY search_text.rowid DESC LIMIT %s"
+        f"SELECT {HIT_COLUMNS} FROM {MATCHED} WHERE {where} "
+        "ORDER BY search_text.rowid DESC LIMIT %s"
     )
     return _run(sql, [*params, limit])
 
@@ -196,10 +205,7 @@ def search(match: str, filters: Filters, before: int | None, limit: int) -> list
 def count(match: str, filters: Filters, cap: int) -> int:
     """How many hits, counting at most cap + 1."""
     where, params = _where(match, filters, None)
-    sql = (
-        "SELECT count(*) FROM (SELECT 1 FROM search_text JOIN search_item i "
-        f"ON i.id = search_text.rowid WHERE {where} LIMIT %s)"
-    )
+    sql = f"SELECT count(*) FROM (SELECT 1 FROM {MATCHED} WHERE {where} LIMIT %s)"
     return _run(sql, [*params, cap + 1])[0][0]
 
 
@@ -207,9 +213,8 @@ def turn_ids(match: str, filters: Filters, limit: int) -> list[str]:
     """The turns (oldest first) whose messages, tool calls or requests match: find in a session."""
     where, params = _where(match, filters, None)
     sql = (
-        "SELECT turn_id FROM (SELECT i.turn_id, min(search_text.rowid) AS first FROM search_text "
-        f"JOIN search_item i ON i.id = search_text.rowid WHERE {where} AND i.turn_id IS NOT NULL "
-        "GROUP BY i.turn_id LIMIT %s) ORDER BY first"
+        f"SELECT turn_id FROM (SELECT r.turn_id, min(search_text.rowid) AS first FROM {MATCHED} "
+        f"WHERE {where} AND r.turn_id IS NOT NULL GROUP BY r.turn_id LIMIT %s) ORDER BY first"
     )
     return [row[0] for row in _run(sql, [*params, limit])]
 

@@ -25,7 +25,7 @@ def looks_like_id(text: str) -> bool:
     return 0 < len(text) <= MAX_ID_CHARS and not any(c.isspace() for c in text)
 
 
-def _turn_url(session_id, turn_id, anchor: str = "") -> str | None:
+def turn_url(session_id, turn_id, anchor: str = "") -> str | None:
     if session_id in (None, "") or turn_id in (None, ""):
         return None
     try:
@@ -35,7 +35,7 @@ def _turn_url(session_id, turn_id, anchor: str = "") -> str | None:
     return url + (f"#{quote(anchor, safe='')}" if anchor else "")
 
 
-def _url(name: str, *args) -> str | None:
+def page_url(name: str, *args) -> str | None:
     try:
         return reverse(name, args=[str(a) for a in args])
     except NoReverseMatch:
@@ -50,37 +50,37 @@ def find(text: str) -> list[Jump]:
     tables = sqlite.table_names()
     if "sessions" in tables:
         for (sid,) in sqlite.rows("SELECT id FROM sessions WHERE id = %s", [text]):
-            jumps.append(Jump("session", sid, _url("sessions:detail", sid)))
+            jumps.append(Jump("session", sid, page_url("sessions:detail", sid)))
         for sid, label in sqlite.rows(
             "SELECT id, label FROM sessions WHERE routing_key = %s LIMIT %s", [text, PER_KIND]
         ):
-            jumps.append(Jump("routing key", sid, _url("sessions:detail", sid), label or ""))
+            jumps.append(Jump("routing key", sid, page_url("sessions:detail", sid), label or ""))
     if "turns" in tables:
         for tid, sid in sqlite.rows("SELECT id, session_id FROM turns WHERE id = %s", [text]):
-            jumps.append(Jump("turn", tid, _turn_url(sid, tid)))
+            jumps.append(Jump("turn", tid, turn_url(sid, tid)))
     if "messages" in tables:
         for mid, tid, sid in sqlite.rows(
             "SELECT m.id, m.turn_id, t.session_id FROM messages m "
             "LEFT JOIN turns t ON t.id = m.turn_id WHERE m.id = %s",
             [text],
         ):
-            jumps.append(Jump("message", mid, _turn_url(sid, tid, f"message-{mid}")))
+            jumps.append(Jump("message", mid, turn_url(sid, tid, f"message-{mid}")))
     if "tool_calls" in tables:
         for cid, tid, sid, name in sqlite.rows(
             "SELECT c.id, c.turn_id, t.session_id, c.tool_name FROM tool_calls c "
             "LEFT JOIN turns t ON t.id = c.turn_id WHERE c.id = %s",
             [text],
         ):
-            jumps.append(Jump("tool call", cid, _turn_url(sid, tid, f"call-{cid}"), str(name)))
+            jumps.append(Jump("tool call", cid, turn_url(sid, tid, f"call-{cid}"), str(name)))
     if "nexus_requests" in tables:
         for (rid,) in sqlite.rows("SELECT id FROM nexus_requests WHERE id = %s", [text]):
-            jumps.append(Jump("request", rid, _url("pipeline:request", rid)))
+            jumps.append(Jump("request", rid, page_url("pipeline:request", rid)))
         for rid, status in sqlite.rows(
             "SELECT id, status FROM nexus_requests WHERE event_id = %s "
             "ORDER BY started_at DESC LIMIT %s",
             [text, PER_KIND],
         ):
-            jumps.append(Jump("event id", rid, _url("pipeline:request", rid), str(status)))
+            jumps.append(Jump("event id", rid, page_url("pipeline:request", rid), str(status)))
     return jumps
 
 

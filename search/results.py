@@ -2,16 +2,14 @@
 back from the ledger, grouped by session."""
 
 import re
-from contextlib import suppress
 from dataclasses import dataclass, field
 
-from django.urls import NoReverseMatch, reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from ledgerweb import sqlite
 from search import engine, indexer
-from search.ids import _turn_url
+from search.ids import page_url, turn_url
 from search.query import WORD, Query
 
 PAGE_SIZE = 50
@@ -135,15 +133,12 @@ def _live_rows(rows) -> dict[tuple, tuple]:
 
 
 def _hit_url(kind, item_id, session_id, turn_id) -> str | None:
-    try:
-        if kind == "request":
-            return reverse("pipeline:request", args=[item_id])
-        if kind == "session":
-            return reverse("sessions:detail", args=[item_id])
-    except NoReverseMatch:
-        return None
+    if kind == "request":
+        return page_url("pipeline:request", item_id)
+    if kind == "session":
+        return page_url("sessions:detail", item_id)
     anchor = {"message": f"message-{item_id}", "tool_call": f"call-{item_id}"}.get(kind, "")
-    return _turn_url(session_id, turn_id, anchor)
+    return turn_url(session_id, turn_id, anchor)
 
 
 def _grouped(hits: list[Hit]) -> list[Group]:
@@ -160,8 +155,7 @@ def _grouped(hits: list[Hit]) -> list[Group]:
             group = groups.get(sid)
             if group:
                 group.label, group.persona = label, persona
-                with suppress(NoReverseMatch):
-                    group.url = reverse("sessions:detail", args=[str(sid)])
+                group.url = page_url("sessions:detail", sid)
     return list(groups.values())
 
 

@@ -15,6 +15,7 @@ def drop_index_tables(apps, schema_editor):
         with schema_editor.connection.cursor() as cursor:
             cursor.execute("DROP TABLE IF EXISTS search_text")
             cursor.execute("DROP TABLE IF EXISTS search_item")
+            cursor.execute("DROP TABLE IF EXISTS search_row")
 
 
 class Migration(migrations.Migration):
