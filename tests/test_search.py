@@ -403,3 +403,18 @@ def test_a_busy_index_does_not_stop_a_search(viewer_client, conversation, monkey
     response = viewer_client.get(URL, {"q": "kumquats"})
     assert response.status_code == 200
     assert b"<mark>kumquats</mark>" in response.content
+
+
+def test_the_filter_form_swaps_only_the_results_when_htmx_asks(viewer_client, conversation):
+    from builders import parse_fragment
+
+    page = parse_html(viewer_client.get(URL, {"q": "branch"}).content)
+    form = page.find(".//form[@id='search-filters']")
+    assert (form.get("hx-get"), form.get("hx-target")) == (URL, "#results")
+    fragment = viewer_client.get(
+        form.get("hx-get"), {"q": "branch", "kind": "tools"}, headers={"HX-Request": "true"}
+    )
+    html = fragment.content.decode()
+    assert "<html" not in html and 'id="search-filters"' not in html
+    parse_fragment(html)
+    assert html.count('class="hit ') == 1 and "#call-C1" in html
