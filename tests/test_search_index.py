@@ -68,27 +68,42 @@ def test_a_request_that_fails_after_it_was_indexed_shows_its_error(viewer_client
     assert found(viewer_client, "quota") == [("R1", "failed")]
 
 
-def test_a_replaced_ledger_is_indexed_again_never_mixed(viewer_client, ledger, tmp_path):
-    s = ledger.session(id="S1")
-    t = ledger.turn(s, id="T1")
-    ledger.message(t, 1, id="M1", content="apple")
-    assert found(viewer_client, "apple") == [("M1", "completed")]
-    # Another ledger written to the same path (a restore from backup, a rebuilt ledger), with
-    # the same ids but other rows: the path alone cannot tell them apart.
+def replace_ledger(ledger, tmp_path, first_turn_at: int, messages: list[str]) -> None:
+    """Write another ledger to the same path (a restore from backup, a rebuilt ledger) with the
+    same ids: S1, T1 started at first_turn_at, and messages M1, M2… with these texts."""
     ledger.conn.close()
     replacement = tmp_path / "other.sqlite3"
     schema.create_ledger(replacement)
     other = LedgerBuilder(replacement)
-    s = other.session(id="S1")
-    t = other.turn(s, id="T1", started_at=T0 + 5)
-    other.message(t, 1, id="M1", content="banana", created_at=T0 + 5)
+    t = other.turn(other.session(id="S1"), id="T1", started_at=first_turn_at)
+    for i, text in enumerate(messages, start=1):
+        other.message(t, i, id=f"M{i}", content=text, created_at=first_turn_at)
     other.conn.close()
     for suffix in ("-wal", "-shm"):
         if os.path.exists(f"{ledger.path}{suffix}"):
             os.remove(f"{ledger.path}{suffix}")
     os.replace(replacement, ledger.path)
     use_ledger(ledger.path)
+
+
+def test_a_replaced_ledger_is_indexed_again_never_mixed(viewer_client, ledger, tmp_path):
+    t = ledger.turn(ledger.session(id="S1"), id="T1")
+    ledger.message(t, 1, id="M1", content="apple")
+    assert found(viewer_client, "apple") == [("M1", "completed")]
+    replace_ledger(ledger, tmp_path, T0 + 5, ["banana"])  # its first turn is another
     assert found(viewer_client, "apple") == []
+    assert found(viewer_client, "banana") == [("M1", "completed")]
+
+
+def test_a_rebuilt_ledger_with_the_same_first_turn_but_fewer_rows_is_indexed_again(
+    viewer_client, ledger, tmp_path
+):
+    t = ledger.turn(ledger.session(id="S1"), id="T1")
+    for i, text in enumerate(["apple", "cherry", "damson"], start=1):
+        ledger.message(t, i, id=f"M{i}", content=text)
+    assert found(viewer_client, "damson") == [("M3", "completed")]
+    replace_ledger(ledger, tmp_path, T0, ["banana"])  # same anchor; fewer messages than marked
+    assert found(viewer_client, "damson") == []
     assert found(viewer_client, "banana") == [("M1", "completed")]
 
 
