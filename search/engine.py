@@ -228,8 +228,10 @@ def size_bytes() -> int:
     return rows[0][0] or 0
 
 
-# Every search has a time limit, like every ledger query (ledgerweb.sqlite).
+# Every search has a time limit, like every ledger query (ledgerweb.sqlite), checked every
+# PROGRESS_STEPS SQLite instructions.
 QUERY_LIMIT_S = 2.0
+PROGRESS_STEPS = 1000
 
 
 def _run(sql: str, params: list) -> list[tuple]:
@@ -251,7 +253,7 @@ def _time_limit(seconds: float):
     connection.ensure_connection()
     raw = connection.connection
     ends = time.monotonic() + seconds
-    raw.set_progress_handler(lambda: 1 if time.monotonic() > ends else 0, 1000)
+    raw.set_progress_handler(lambda: 1 if time.monotonic() > ends else 0, PROGRESS_STEPS)
     try:
         yield
     finally:

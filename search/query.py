@@ -19,6 +19,7 @@ WORD = re.compile(r"\w+")
 # A piece of the query: a quoted phrase (maybe unclosed), or a run of other characters.
 PIECE = re.compile(r'(-?)(?:"([^"]*)("?)|([^\s"]+))(\*?)')
 MAX_TERMS = 16
+MAX_CHARS = 1000
 
 
 class QueryError(ValueError):
@@ -58,6 +59,8 @@ class Query:
 
 def parse(text: str) -> Query:
     text = text.strip()
+    if len(text) > MAX_CHARS:
+        raise QueryError(f"That query is longer than {MAX_CHARS:,} characters: keep what matters.")
     if text.count('"') % 2:
         raise QueryError('A quotation mark is not closed: put the phrase "between two quotes".')
     groups: list[list[Term]] = [[]]  # OR of ANDs

@@ -418,3 +418,18 @@ def test_the_filter_form_swaps_only_the_results_when_htmx_asks(viewer_client, co
     assert "<html" not in html and 'id="search-filters"' not in html
     parse_fragment(html)
     assert html.count('class="hit ') == 1 and "#call-C1" in html
+
+
+def test_a_search_that_runs_too_long_says_so(viewer_client, conversation, monkeypatch):
+    viewer_client.get(URL, {"q": "warm up"})  # indexed
+    monkeypatch.setattr("search.engine.QUERY_LIMIT_S", 0)
+    monkeypatch.setattr("search.engine.PROGRESS_STEPS", 1)  # (a tiny index answers at once)
+    response = viewer_client.get(URL, {"q": "branch"})
+    assert response.status_code == 200
+    assert "took too long" in parse_html(response.content).find(".//p[@id='query-error']").text
+
+
+def test_a_huge_query_is_refused_with_a_message(viewer_client, conversation):
+    response = viewer_client.get(URL, {"q": "branch " * 500})
+    assert response.status_code == 200
+    assert "longer than 1,000 characters" in response.content.decode()
