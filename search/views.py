@@ -1,18 +1,21 @@
 """/search/: jump to a pasted id, or search the ledger's text (see docs/decisions.md, "Search")."""
 
 import logging
+import re
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseClientRedirect
 
 from ledgerweb.http import wants_json
 from ledgerweb.sqlite import LedgerQueryTimeout
 from ledgerweb.timestamps import now_ms
-from pipeline.filters import WINDOWS, _parse_moment
+from pipeline.filters import WINDOWS
 from search import engine, ids, indexer, results
 from search.models import IndexState
 from search.query import QueryError, parse
@@ -78,7 +81,7 @@ class SearchForm:
         for name in ("since", "until"):
             raw = getattr(form, name)
             if raw:
-                moment = _parse_moment(raw)
+                moment = moment_ms(raw)
                 if moment is None:
                     form.errors[name] = (
                         f"“{raw}” is not a time: use a date like 2026-11-20, a date and time "
@@ -96,6 +99,20 @@ class SearchForm:
 
     def as_query(self) -> dict[str, str]:
         return {name: getattr(self, name) for name in TEXT_FIELDS if getattr(self, name)}
+
+
+def moment_ms(raw: str) -> int | None:
+    """Unix milliseconds, or an ISO date and time (the site's time zone unless it names one);
+    None for anything else. (main's ledgerweb.params.moment_ms does the same: use it there.)"""
+    if re.fullmatch(r"[0-9]{1,16}", raw):
+        return int(raw)
+    try:
+        moment = datetime.fromisoformat(raw)
+        if timezone.is_naive(moment):
+            moment = timezone.make_aware(moment)
+        return round(moment.timestamp() * 1000)
+    except (ValueError, OverflowError):  # 2025-02-30, 25:00, the edges of time
+        return None
 
 
 @require_GET

@@ -224,6 +224,9 @@ def test_filters_narrow_the_results(viewer_client, conversation, ledger):
     [
         ({"kind": "spaceships"}, "Unknown kind"),
         ({"since": "last tuesday"}, "is not a time"),
+        ({"until": "9" * 5000}, "is not a time"),
+        ({"since": "²"}, "is not a time"),
+        ({"until": "2025-02-30"}, "is not a time"),
         ({"window": "3y"}, "Unknown time window"),
         ({"before": "12abc"}, "page link is damaged"),
     ],
