@@ -31,6 +31,7 @@ OVERLAP = 256  # bytes each chunk repeats from the next, so a word cut at a bord
 BATCH = 500  # ledger rows read per query
 OPEN_STATUSES = ("pending", "streaming", "processing", "running")
 COUNT_CAP = 10_000
+OPEN_FOR_MS = 86_400_000
 CAUGHT_UP_EVERY_MS = 5_000
 
 
@@ -204,7 +205,9 @@ def _docs(source: Source, row: tuple) -> list[Doc]:
         "status": None if status is None else str(status),
         "persona": None if persona is None else str(persona),
         "channel": str(routing_key) if source.kind == "request" else channel_of(routing_key),
-        "open": bool(is_open),
+        # A row still changing; but one stuck for a day (a tool call left pending in a finished
+        # turn) would be read again at every step for ever: it counts as settled.
+        "open": bool(is_open) and isinstance(at, int) and at >= now_ms() - OPEN_FOR_MS,
     }
     docs = []
     for index, (field, column) in enumerate(zip(source.fields, source.columns, strict=True)):

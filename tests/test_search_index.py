@@ -10,6 +10,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from ledgerweb import schema
+from ledgerweb.timestamps import now_ms
 from search import engine, indexer
 
 # The writer's rows must be visible to the pages: no test transaction around them.
@@ -47,7 +48,7 @@ def test_rows_added_while_the_server_runs_become_searchable(viewer_client, ledge
 
 def test_a_tool_result_that_arrives_later_becomes_searchable_once(viewer_client, ledger):
     s = ledger.session(id="S1")
-    t = ledger.turn(s, id="T1", status="streaming")
+    t = ledger.turn(s, id="T1", status="streaming", started_at=now_ms())
     ledger.tool_call(t, 1, id="C1", parameters='{"q": "walrus"}', result=None, status="pending")
     assert found(viewer_client, "walrus") == [("C1", "pending")]
     ledger.conn.execute(
@@ -60,7 +61,8 @@ def test_a_tool_result_that_arrives_later_becomes_searchable_once(viewer_client,
 
 
 def test_a_request_that_fails_after_it_was_indexed_shows_its_error(viewer_client, ledger):
-    ledger.request(id="R1", status="processing", stage="runAgent", event_id="evt-9")
+    ledger.request(id="R1", status="processing", stage="runAgent", event_id="evt-9",
+                   started_at=now_ms())  # fmt: skip
     assert found(viewer_client, '"evt 9"') == [("R1", "processing")]
     ledger.conn.execute(
         "UPDATE nexus_requests SET status = 'failed', error_message = 'quota exhausted'"
@@ -84,6 +86,14 @@ def replace_ledger(ledger, tmp_path, first_turn_at: int, messages: list[str]) ->
             os.remove(f"{ledger.path}{suffix}")
     os.replace(replacement, ledger.path)
     use_ledger(ledger.path)
+
+
+def test_a_row_stuck_for_a_day_is_not_read_again_at_every_step(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1", started_at=now_ms() - 2 * indexer.OPEN_FOR_MS)
+    ledger.tool_call(t, 1, id="C1", parameters='{"q": "walrus"}', result=None, status="pending")
+    assert found(viewer_client, "walrus") == [("C1", "pending")]
+    assert engine.open_items(10) == []
 
 
 def test_a_replaced_ledger_is_indexed_again_never_mixed(viewer_client, ledger, tmp_path):
