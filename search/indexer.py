@@ -3,9 +3,9 @@ the last one (rowid above the table's high-water mark), plus the rows indexed wh
 still change (a pending tool call, a turn still streaming, a request still processing), which are
 read again until they settle. See docs/decisions.md, "Search".
 
-The index belongs to one ledger: its path and an anchor (the ledger's first turn and first
-request, id and time) that must still be there. A replaced or rebuilt ledger fails the check
-and the index starts again from nothing, never mixing the two.
+The index belongs to one ledger: its path and an anchor (the ledger's first turn, id and time)
+that must still be there, and no table may hold fewer rows than the index has seen. A replaced
+or rebuilt ledger fails the check and the index starts again from nothing, never mixing the two.
 
 Huge fields are read in chunks of CHUNK bytes, so a 10 MB tool result never sits in memory
 whole; text is read as bytes and decoded leniently, so invalid UTF-8 cannot stop the build.
@@ -141,32 +141,20 @@ def channel_of(routing_key) -> str | None:
 
 # -- Identity -------------------------------------------------------------------------------------
 
-ANCHORS = {
-    "turn": "SELECT id, started_at FROM turns",
-    "request": "SELECT id, started_at FROM nexus_requests",
-}
-
 
 def ledger_anchor() -> dict:
-    """The ledger's first turn and first request (id, time): rows the runtime never deletes
-    while the ledger is the same ledger (retention deletes old requests: then the anchor moves
-    on and the index is rebuilt, which is correct if slow)."""
-    anchor = {}
-    for name, sql in ANCHORS.items():
-        found = sqlite.rows(f"{sql} ORDER BY rowid LIMIT 1")
-        if found:
-            anchor[name] = [str(found[0][0]), found[0][1]]
-    return anchor
+    """The ledger's first turn (id, time), {} while it has none. Turns are never deleted (the
+    Agents Ledger is append-only), unlike requests, which retention takes out."""
+    found = sqlite.rows("SELECT id, started_at FROM turns ORDER BY rowid LIMIT 1")
+    return {"turn": [str(found[0][0]), found[0][1]]} if found else {}
 
 
 def same_ledger(state: IndexState, tables: set[str]) -> bool:
     if state.ledger != str(ledger_path_of()):
         return False
-    for name, (item_id, at) in state.anchor.items():
-        table = "turns" if name == "turn" else "nexus_requests"
-        if not sqlite.rows(
-            f"SELECT 1 FROM {table} WHERE id = %s AND started_at IS %s", [item_id, at]
-        ):
+    if state.anchor:
+        turn_id, at = state.anchor["turn"]
+        if not sqlite.rows("SELECT 1 FROM turns WHERE id = %s AND started_at IS %s", [turn_id, at]):
             return False
     for source in SOURCES:
         mark = state.marks.get(source.table, 0)
@@ -266,7 +254,8 @@ def step(budget_s: float, on_batch: Callable[[str, int], None] | None = None) ->
     progress = Progress()
     state = _state()
     # Most page views find nothing to do: they read, and take the write lock only for work.
-    if not same_ledger(state, tables) or not state.anchor or engine.open_items(1):
+    new_anchor = not state.anchor and ledger_anchor()
+    if new_anchor or not same_ledger(state, tables) or engine.open_items(1):
         with transaction.atomic():
             state = _locked_state()
             if not same_ledger(state, tables):

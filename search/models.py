@@ -8,7 +8,7 @@ class IndexState(models.Model):
     """One row: the ledger the index belongs to and how far into each table it reaches."""
 
     ledger = models.TextField(default="")  # the ledger file's path
-    anchor = models.JSONField(default=dict)  # first turn and request: [id, time]
+    anchor = models.JSONField(default=dict)  # {"turn": [id, time]}: the first turn
     marks = models.JSONField(default=dict)  # table → highest rowid indexed
     caught_up_at = models.BigIntegerField(null=True)  # Unix ms of the last step with no backlog
 

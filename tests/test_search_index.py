@@ -96,6 +96,17 @@ def test_a_row_stuck_for_a_day_is_not_read_again_at_every_step(viewer_client, le
     assert engine.open_items(10) == []
 
 
+def test_retention_taking_out_old_requests_keeps_the_index(ledger):
+    ledger.turn(ledger.session(id="S1"), id="T1")
+    for i in range(3):
+        ledger.request(id=f"R{i}", error_message=f"boom {i}", status="failed")
+    assert indexer.step(budget_s=60).reset is False
+    ledger.conn.execute("DELETE FROM nexus_requests WHERE id IN ('R0', 'R1')")  # the oldest
+    ledger.request(id="R9", error_message="boom 9", status="failed")
+    progress = indexer.step(budget_s=60)
+    assert (progress.reset, progress.indexed) == (False, 1)  # only the new request is read
+
+
 def test_a_replaced_ledger_is_indexed_again_never_mixed(viewer_client, ledger, tmp_path):
     t = ledger.turn(ledger.session(id="S1"), id="T1")
     ledger.message(t, 1, id="M1", content="apple")
