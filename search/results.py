@@ -16,11 +16,13 @@ PAGE_SIZE = 50
 SNIPPET_BEFORE = 80
 SNIPPET_AFTER = 200
 
-# Current status and time of each kind of row, by id.
+# Current time and status of each kind of row, by id, and its turn's status when that is
+# another (a tool call's): (id, time, status, turn status).
 LIVE = {
-    "message": "SELECT m.id, m.created_at, t.status, t.started_at FROM messages m "
+    "message": "SELECT m.id, m.created_at, t.status, NULL FROM messages m "
     "LEFT JOIN turns t ON t.id = m.turn_id WHERE m.id IN ({ids})",
-    "tool_call": "SELECT id, started_at, status, NULL FROM tool_calls WHERE id IN ({ids})",
+    "tool_call": "SELECT c.id, c.started_at, c.status, t.status FROM tool_calls c "
+    "LEFT JOIN turns t ON t.id = c.turn_id WHERE c.id IN ({ids})",
     "request": "SELECT id, started_at, status, NULL FROM nexus_requests WHERE id IN ({ids})",
     "session": "SELECT id, updated_at, status, NULL FROM sessions WHERE id IN ({ids})",
     "compaction": "SELECT k.turn_id, k.created_at, t.status, NULL FROM compactions k "
@@ -47,6 +49,7 @@ class Hit:
     at: object
     snippet: SafeString
     url: str | None
+    turn_status: str | None = None  # a tool call's turn's
 
     @property
     def kind_name(self) -> str:
@@ -99,6 +102,7 @@ def run(query: Query, filters: engine.Filters, before: int | None) -> Page:
             row[1],
             snippet(text, query),
             _hit_url(kind, item_id, session_id, turn_id),
+            row[3],
         )
     return Page(_grouped(list(hits.values())), len(hits), next_cursor, gone)
 

@@ -199,6 +199,7 @@ def _json(ctx: dict) -> dict:
                         "fields": h.fields,
                         "turn_id": h.turn_id,
                         "status": h.status,
+                        "turn_status": h.turn_status,
                         "at": h.at,
                         "snippet": str(h.snippet),
                         "url": h.url,

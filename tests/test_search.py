@@ -95,6 +95,9 @@ def test_results_are_grouped_by_session_with_status_time_and_a_highlighted_snipp
     kinds = [li.find("div/a").text for li in items]
     assert sorted(kinds) == ["message", "tool call"]
     assert all(li.find(".//span[@class='status status-failed']") is not None for li in items)
+    call = next(li for li in items if li.find("div/a").text == "tool call")
+    statuses = [s.text for s in call.iterfind(".//span") if "status" in (s.get("class") or "")]
+    assert statuses == ["failed", "failed"]  # the call's own, and its turn's
     marks = [m.text for li in items for m in li.iter("mark")]
     assert "branch" in [m.lower() for m in marks]
 
