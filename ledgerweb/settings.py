@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "ledgerweb",
     "sessions.apps.ConversationsConfig",
     "pipeline.apps.PipelineConfig",
+    "search.apps.SearchConfig",
 ]
 
 MIDDLEWARE = [

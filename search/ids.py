@@ -1,0 +1,95 @@
+"""Id jumps: a pasted id is looked up in the ledger by its indexed columns (no search index
+needed), so it works for rows the index has not reached yet."""
+
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from django.urls import NoReverseMatch, reverse
+
+from ledgerweb import sqlite
+
+# Longer than any id we know of: a longer query is text, not an id.
+MAX_ID_CHARS = 300
+PER_KIND = 20
+
+
+@dataclass
+class Jump:
+    kind: str  # what the id names
+    item_id: str
+    url: str | None  # None: the row is there but its page cannot be reached (dangling session)
+    detail: str = ""
+
+
+def looks_like_id(text: str) -> bool:
+    return 0 < len(text) <= MAX_ID_CHARS and not any(c.isspace() for c in text)
+
+
+def turn_url(session_id, turn_id, anchor: str = "") -> str | None:
+    if session_id in (None, "") or turn_id in (None, ""):
+        return None
+    try:
+        url = reverse("sessions:turn", args=[str(session_id), str(turn_id)])
+    except NoReverseMatch:
+        return None
+    return url + (f"#{quote(anchor, safe='')}" if anchor else "")
+
+
+def page_url(name: str, *args) -> str | None:
+    try:
+        return reverse(name, args=[str(a) for a in args])
+    except NoReverseMatch:
+        return None
+
+
+def find(text: str) -> list[Jump]:
+    """Every ledger row this text is the id (or event id, or routing key) of."""
+    if not looks_like_id(text):
+        return []
+    jumps = []
+    tables = sqlite.table_names()
+    if "sessions" in tables:
+        for (sid,) in sqlite.rows("SELECT id FROM sessions WHERE id = %s", [text]):
+            jumps.append(Jump("session", sid, page_url("sessions:detail", sid)))
+        for sid, label in sqlite.rows(
+            "SELECT id, label FROM sessions WHERE routing_key = %s LIMIT %s", [text, PER_KIND]
+        ):
+            jumps.append(Jump("routing key", sid, page_url("sessions:detail", sid), label or ""))
+    if "turns" in tables:
+        for tid, sid in sqlite.rows("SELECT id, session_id FROM turns WHERE id = %s", [text]):
+            jumps.append(Jump("turn", tid, turn_url(sid, tid)))
+    if "messages" in tables:
+        for mid, tid, sid in sqlite.rows(
+            "SELECT m.id, m.turn_id, t.session_id FROM messages m "
+            "LEFT JOIN turns t ON t.id = m.turn_id WHERE m.id = %s",
+            [text],
+        ):
+            jumps.append(Jump("message", mid, turn_url(sid, tid, f"message-{mid}")))
+    if "tool_calls" in tables:
+        for cid, tid, sid, name in sqlite.rows(
+            "SELECT c.id, c.turn_id, t.session_id, c.tool_name FROM tool_calls c "
+            "LEFT JOIN turns t ON t.id = c.turn_id WHERE c.id = %s",
+            [text],
+        ):
+            jumps.append(Jump("tool call", cid, turn_url(sid, tid, f"call-{cid}"), str(name)))
+    if "nexus_requests" in tables:
+        for (rid,) in sqlite.rows("SELECT id FROM nexus_requests WHERE id = %s", [text]):
+            jumps.append(Jump("request", rid, page_url("pipeline:request", rid)))
+        for rid, status in sqlite.rows(
+            "SELECT id, status FROM nexus_requests WHERE event_id = %s "
+            "ORDER BY started_at DESC LIMIT %s",
+            [text, PER_KIND],
+        ):
+            jumps.append(Jump("event id", rid, page_url("pipeline:request", rid), str(status)))
+    return jumps
+
+
+def failure_turn_ids(session_id: str, limit: int) -> list[str]:
+    """A session's failed turns and turns with a failed tool call, oldest first."""
+    found = sqlite.rows(
+        "SELECT id, started_at FROM turns WHERE session_id = %s AND status = 'failed' "
+        "UNION SELECT t.id, t.started_at FROM turns t JOIN tool_calls c ON c.turn_id = t.id "
+        "WHERE t.session_id = %s AND c.status = 'failed' ORDER BY 2, 1 LIMIT %s",
+        [session_id, session_id, limit],
+    )
+    return [str(row[0]) for row in found]

@@ -1,0 +1,354 @@
+"""Builds the search index from the ledger, incrementally: each step reads only rows added since
+the last one (rowid above the table's high-water mark), plus the rows indexed while they could
+still change (a pending tool call, a turn still streaming, a request still processing), which are
+read again until they settle. See docs/decisions.md, "Search".
+
+The index belongs to one ledger: its path and an anchor (the ledger's first turn, id and time)
+that must still be there, and no table may hold fewer rows than the index has seen. A replaced
+or rebuilt ledger fails the check and the index starts again from nothing, never mixing the two.
+
+Huge fields are read in chunks of CHUNK bytes, so a 10 MB tool result never sits in memory
+whole; text is read as bytes and decoded leniently, so invalid UTF-8 cannot stop the build.
+"""
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import F
+
+from ledgerweb import sqlite
+from ledgerweb.db import ledger_path_of
+from ledgerweb.timestamps import now_ms
+from search import engine
+from search.engine import Doc
+from search.models import IndexState
+
+CHUNK = 64 * 1024
+OVERLAP = 256  # bytes each chunk repeats from the next, so a word cut at a border is still found
+BATCH = 500  # ledger rows read per query
+OPEN_STATUSES = ("pending", "streaming", "processing", "running")
+COUNT_CAP = 10_000
+OPEN_FOR_MS = 86_400_000
+CAUGHT_UP_EVERY_MS = 5_000
+
+
+@dataclass(frozen=True)
+class Source:
+    """A ledger table and how its rows become documents. Its SQL selects, in order: rowid, id,
+    time, session id, turn id, status, persona, channel, role, then (length, first chunk) of
+    each text field in `fields`; {where} selects the rows."""
+
+    table: str
+    kind: str
+    fields: tuple[str, ...]  # "" = the role column names the field (messages)
+    columns: tuple[str, ...]  # the field's column, as the SQL's alias.column
+    sql: str
+    open_sql: str  # the row may still change: SQL true/false over the same columns
+
+    key: str = "id"  # the column of the row's id
+
+    @property
+    def alias(self) -> str:
+        return self.columns[0].split(".")[0]
+
+    def select(self, where: str) -> str:
+        texts = ", ".join(
+            f"length(CAST({c} AS BLOB)), substr(CAST({c} AS BLOB), 1, {CHUNK + OVERLAP})"
+            for c in self.columns
+        )
+        return self.sql.format(open=self.open_sql, texts=texts, where=where)
+
+
+_OPEN = ", ".join(f"'{s}'" for s in OPEN_STATUSES)
+SOURCES = [
+    Source(
+        "messages",
+        "message",
+        ("",),
+        ("m.content",),
+        """SELECT m.rowid, m.id, m.created_at, t.session_id, m.turn_id, t.status, s.persona,
+            s.routing_key, m.role, {open}, {texts}
+        FROM messages m LEFT JOIN turns t ON t.id = m.turn_id
+        LEFT JOIN sessions s ON s.id = t.session_id WHERE {where}""",
+        f"t.status IN ({_OPEN})",
+    ),
+    Source(
+        "tool_calls",
+        "tool_call",
+        ("tool_name", "parameters", "result", "error"),
+        ("c.tool_name", "c.parameters", "c.result", "c.error"),
+        """SELECT c.rowid, c.id, c.started_at, t.session_id, c.turn_id, c.status, s.persona,
+            s.routing_key, NULL, {open}, {texts}
+        FROM tool_calls c LEFT JOIN turns t ON t.id = c.turn_id
+        LEFT JOIN sessions s ON s.id = t.session_id WHERE {where}""",
+        f"c.status IN ({_OPEN}) OR t.status IN ({_OPEN})",
+    ),
+    Source(
+        "nexus_requests",
+        "request",
+        ("event_id", "error_message", "error_stack", "delivery_error"),
+        ("r.event_id", "r.error_message", "r.error_stack", "r.delivery_error"),
+        """SELECT r.rowid, r.id, r.started_at, t.session_id, r.turn_id, r.status,
+            r.session_persona, r.event_source, NULL, {open}, {texts}
+        FROM nexus_requests r LEFT JOIN turns t ON t.id = r.turn_id WHERE {where}""",
+        f"r.status IN ({_OPEN})",
+    ),
+    Source(
+        "sessions",
+        "session",
+        ("label",),
+        ("s.label",),
+        """SELECT s.rowid, s.id, s.created_at, s.id, NULL, s.status, s.persona,
+            s.routing_key, NULL, {open}, {texts} FROM sessions s WHERE {where}""",
+        "0",
+    ),
+    Source(
+        "compactions",
+        "compaction",
+        ("summary",),
+        ("k.summary",),
+        """SELECT k.rowid, k.turn_id, k.created_at, t.session_id, k.turn_id, t.status,
+            s.persona, s.routing_key, NULL, {open}, {texts}
+        FROM compactions k LEFT JOIN turns t ON t.id = k.turn_id
+        LEFT JOIN sessions s ON s.id = t.session_id WHERE {where}""",
+        "0",
+        key="turn_id",
+    ),
+]
+BY_KIND = {source.kind: source for source in SOURCES}
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def clean_text(raw) -> str:
+    """Ledger bytes as text the index takes: invalid UTF-8 replaced, control characters spaces."""
+    if raw is None:
+        return ""
+    if isinstance(raw, (bytes, bytearray, memoryview)):
+        raw = bytes(raw).decode("utf-8", "replace")
+    return _CONTROL.sub(" ", str(raw))
+
+
+def channel_of(routing_key) -> str | None:
+    """A session's channel: its routing key's first part (imessage:+1555… → imessage)."""
+    if not isinstance(routing_key, str) or not routing_key:
+        return None
+    return routing_key.split(":", 1)[0]
+
+
+# -- Identity -------------------------------------------------------------------------------------
+
+
+def ledger_anchor() -> dict:
+    """The ledger's first turn (id, time), {} while it has none. Turns are never deleted (the
+    Agents Ledger is append-only), unlike requests, which retention takes out."""
+    found = sqlite.rows("SELECT id, started_at FROM turns ORDER BY rowid LIMIT 1")
+    return {"turn": [str(found[0][0]), found[0][1]]} if found else {}
+
+
+def same_ledger(state: IndexState, tables: set[str]) -> bool:
+    if state.ledger != str(ledger_path_of()):
+        return False
+    if state.anchor:
+        turn_id, at = state.anchor["turn"]
+        if not sqlite.rows("SELECT 1 FROM turns WHERE id = %s AND started_at IS %s", [turn_id, at]):
+            return False
+    for source in SOURCES:
+        mark = state.marks.get(source.table, 0)
+        if mark and (source.table not in tables or _max_rowid(source.table) < mark):
+            return False  # rows the index has seen are gone: a rebuilt ledger
+    return True
+
+
+def _max_rowid(table: str) -> int:
+    return sqlite.rows(f"SELECT coalesce(max(rowid), 0) FROM {table}")[0][0]
+
+
+def _state() -> IndexState:
+    state = IndexState.objects.first()
+    return state or IndexState.objects.create()
+
+
+def _reset(state: IndexState) -> None:
+    engine.clear()
+    state.ledger = str(ledger_path_of())
+    state.anchor, state.marks, state.caught_up_at = {}, {}, None
+    state.save()
+
+
+# -- Reading rows into documents --------------------------------------------------------------
+
+
+def _docs(source: Source, row: tuple) -> list[Doc]:
+    rowid, item_id, at, session_id, turn_id, status, persona, routing_key, role, is_open = row[:10]
+    meta = {
+        "kind": source.kind,
+        "item_id": str(item_id),
+        "at": at if isinstance(at, int) else 0,
+        "session_id": session_id,
+        "turn_id": turn_id,
+        "status": None if status is None else str(status),
+        "persona": None if persona is None else str(persona),
+        "channel": str(routing_key) if source.kind == "request" else channel_of(routing_key),
+        # A row still changing; but one stuck for a day (a tool call left pending in a finished
+        # turn) would be read again at every step for ever: it counts as settled.
+        "open": bool(is_open) and isinstance(at, int) and at >= now_ms() - OPEN_FOR_MS,
+    }
+    docs = []
+    for index, (field, column) in enumerate(zip(source.fields, source.columns, strict=True)):
+        length, head = row[10 + 2 * index : 12 + 2 * index]
+        if not length:
+            continue
+        name = field or (str(role) if role not in (None, "") else "message")
+        docs.append(Doc(field=name, text=clean_text(head), **meta))
+        for offset in range(CHUNK, length, CHUNK):
+            text = _chunk(source, column, rowid, offset)
+            docs.append(Doc(field=name, text=text, chunk=offset, **meta))
+    return docs
+
+
+def _chunk(source: Source, column: str, rowid: int, offset: int) -> str:
+    name = column.split(".")[1]
+    found = sqlite.rows(
+        f"SELECT substr(CAST({name} AS BLOB), %s, %s) FROM {source.table} WHERE rowid = %s",
+        [offset + 1, CHUNK + OVERLAP, rowid],
+    )
+    return clean_text(found[0][0]) if found else ""
+
+
+def read_chunks(kind: str, field: str, offset: int, item_ids: list[str]) -> dict[str, str]:
+    """The text of indexed pieces (one field at one offset of many rows), for snippets, by id;
+    a row that is gone has none."""
+    source = BY_KIND[kind]
+    # Messages name their field by role; every other kind has its fields listed.
+    index = source.fields.index(field) if field in source.fields else 0
+    name = source.columns[index].split(".")[1]
+    marks = ", ".join(["%s"] * len(item_ids))
+    found = sqlite.rows(
+        f"SELECT {source.key}, substr(CAST({name} AS BLOB), %s, %s) FROM {source.table} "
+        f"WHERE {source.key} IN ({marks})",
+        [offset + 1, CHUNK + OVERLAP, *item_ids],
+    )
+    return {str(item_id): clean_text(text) for item_id, text in found}
+
+
+# -- Steps ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Progress:
+    indexed: int = 0  # ledger rows read in this call
+    backlog: dict | None = None  # table → rows not yet indexed (capped)
+    reset: bool = False  # the index was started again for another ledger
+
+
+def step(budget_s: float, on_batch: Callable[[str, int], None] | None = None) -> Progress:
+    """Index for about budget_s seconds: first rows that were still changing, then new rows,
+    a batch at a time, each batch committed with its high-water mark (safe to interrupt)."""
+    deadline = time.monotonic() + budget_s
+    tables = sqlite.table_names()
+    sources = [s for s in SOURCES if s.table in tables]
+    progress = Progress()
+    state = _state()
+    # Most page views find nothing to do: they read, and take the write lock only for work.
+    new_anchor = not state.anchor and ledger_anchor()
+    if new_anchor or not same_ledger(state, tables) or engine.open_items(1):
+        with transaction.atomic():
+            state = _locked_state()
+            if not same_ledger(state, tables):
+                progress.reset = bool(state.ledger)  # (a new index has no ledger to lose)
+                _reset(state)
+            if not state.anchor:
+                state.anchor = ledger_anchor()
+                state.save(update_fields=["anchor"])
+            progress.indexed += _reindex_open(sources)
+    waiting = backlog(sources)
+    pending = [source for source in sources if waiting[source.table]]
+    while pending and time.monotonic() < deadline:
+        for source in list(pending):
+            done = _index_batch(source)
+            progress.indexed += done
+            if on_batch:
+                on_batch(source.table, done)
+            if done < BATCH:
+                pending.remove(source)
+            if time.monotonic() >= deadline:
+                break
+    progress.backlog = backlog(sources) if progress.indexed else waiting
+    if not any(progress.backlog.values()):
+        _caught_up()
+    return progress
+
+
+def _caught_up() -> None:
+    """Note when the index last reached the ledger's end (written at most every few seconds,
+    not on every page view)."""
+    now = now_ms()
+    IndexState.objects.filter(caught_up_at__isnull=True).update(caught_up_at=now)
+    IndexState.objects.filter(caught_up_at__lt=now - CAUGHT_UP_EVERY_MS).update(caught_up_at=now)
+
+
+def _locked_state() -> IndexState:
+    """The state, read after taking the write lock: two workers indexing at once take turns, and
+    the second sees the first one's marks (no row is indexed twice). The write comes first: a
+    read before it would pin a snapshot that another worker's commit makes too old to write."""
+    IndexState.objects.update(ledger=F("ledger"))
+    return _state()
+
+
+def _index_batch(source: Source) -> int:
+    with transaction.atomic():
+        state = _locked_state()
+        mark = state.marks.get(source.table, 0)
+        alias = source.alias
+        rows = sqlite.rows(
+            source.select(f"{alias}.rowid > %s ORDER BY {alias}.rowid LIMIT %s"), [mark, BATCH]
+        )
+        if not rows:
+            return 0
+        engine.add([doc for row in rows for doc in _docs(source, row)])
+        state.marks[source.table] = rows[-1][0]
+        state.save(update_fields=["marks"])
+    return len(rows)
+
+
+def _reindex_open(sources: list[Source], limit: int = BATCH) -> int:
+    """Read again the rows indexed while they could still change; forget and re-add them."""
+    by_kind: dict[str, list[str]] = {}
+    for kind, item_id in engine.open_items(limit):
+        by_kind.setdefault(kind, []).append(item_id)
+    count = 0
+    for source in sources:
+        ids = by_kind.get(source.kind)
+        if not ids:
+            continue
+        marks = ", ".join(["%s"] * len(ids))
+        rows = sqlite.rows(source.select(f"{source.alias}.{source.key} IN ({marks})"), ids)
+        engine.forget(source.kind, ids)
+        engine.add([doc for row in rows for doc in _docs(source, row)])
+        count += len(rows)
+    return count
+
+
+def backlog(sources: list[Source] | None = None) -> dict[str, int]:
+    """Rows each table holds beyond the index (counted up to COUNT_CAP + 1)."""
+    if sources is None:
+        tables = sqlite.table_names()
+        sources = [s for s in SOURCES if s.table in tables]
+    state = _state()
+    return {
+        s.table: sqlite.rows(
+            f"SELECT count(*) FROM (SELECT 1 FROM {s.table} WHERE rowid > %s LIMIT %s)",
+            [state.marks.get(s.table, 0), COUNT_CAP + 1],
+        )[0][0]
+        for s in sources
+    }
+
+
+def rebuild() -> None:
+    """Start again from nothing (drops the words of forgotten rows, too)."""
+    with transaction.atomic():
+        _reset(_locked_state())

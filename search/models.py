@@ -1,0 +1,16 @@
+"""What the search index remembers about the ledger it was built from (see indexer.py). The
+documents themselves are in two raw tables (search_item, search_text) made by engine.py."""
+
+from django.db import models
+
+
+class IndexState(models.Model):
+    """One row: the ledger the index belongs to and how far into each table it reaches."""
+
+    ledger = models.TextField(default="")  # the ledger file's path
+    anchor = models.JSONField(default=dict)  # {"turn": [id, time]}: the first turn
+    marks = models.JSONField(default=dict)  # table → highest rowid indexed
+    caught_up_at = models.BigIntegerField(null=True)  # Unix ms of the last step with no backlog
+
+    class Meta:
+        db_table = "search_indexstate"

@@ -1,0 +1,108 @@
+"""What a person types into the search box, turned into an FTS5 query, and the words to mark in
+snippets. The syntax is the one search boxes share:
+
+    deleted branch          both words (any order)
+    "deleted the branch"    the phrase
+    migrat*                 a word starting with migrat
+    timeout OR refused      either
+    -heartbeat              without this word (with at least one word to find)
+
+Anything else is taken literally: `src/app.py` or `foo-bar` find those words in order, never a
+syntax error from the engine. A query that cannot mean anything says why (QueryError).
+"""
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+WORD = re.compile(r"\w+")
+# A piece of the query: a quoted phrase (maybe unclosed), or a run of other characters.
+PIECE = re.compile(r'(-?)(?:"([^"]*)("?)|([^\s"]+))(\*?)')
+MAX_TERMS = 16
+MAX_CHARS = 1000
+
+
+class QueryError(ValueError):
+    """A query that cannot be searched, with a message for the person who typed it."""
+
+
+def fold(word: str) -> str:
+    """A word as the index keeps it: lower case, without diacritics (unicode61's folding)."""
+    decomposed = unicodedata.normalize("NFKD", word.lower())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+@dataclass
+class Term:
+    words: list[str]  # folded
+    prefix: bool = False
+
+    def fts(self) -> str:
+        return '"' + " ".join(self.words) + '"' + ("*" if self.prefix else "")
+
+
+@dataclass
+class Query:
+    match: str  # the FTS5 MATCH expression
+    terms: list[Term] = field(default_factory=list)  # the positive terms, for highlighting
+
+    def marks(self, word: str) -> bool:
+        """Whether a word of a snippet is one the query looked for."""
+        folded = fold(word)
+        for term in self.terms:
+            if folded in term.words[:-1] or folded == term.words[-1]:
+                return True
+            if term.prefix and folded.startswith(term.words[-1]):
+                return True
+        return False
+
+
+def parse(text: str) -> Query:
+    text = text.strip()
+    if len(text) > MAX_CHARS:
+        raise QueryError(f"That query is longer than {MAX_CHARS:,} characters: keep what matters.")
+    if text.count('"') % 2:
+        raise QueryError('A quotation mark is not closed: put the phrase "between two quotes".')
+    groups: list[list[Term]] = [[]]  # OR of ANDs
+    negatives: list[Term] = []
+    expect_term = True
+    for match in PIECE.finditer(text):
+        minus, phrase, _, bare, star = match.groups()
+        raw = phrase if phrase is not None else bare
+        if bare and bare.endswith("*") and len(bare) > 1:
+            raw, star = bare.rstrip("*"), "*"
+        if bare == "OR" and not minus and not star:
+            if expect_term:
+                raise QueryError("OR needs a word on each side.")
+            groups.append([])
+            expect_term = True
+            continue
+        if bare == "-" and not star:
+            raise QueryError("Put the word to leave out right after the minus: -heartbeat.")
+        words = WORD.findall(fold(raw))
+        if not words:
+            raise QueryError(
+                f"“{match.group(0)}” has no letters or digits to search for. "
+                'Put punctuation inside a phrase with words, e.g. "exit code 1".'
+            )
+        term = Term(words, prefix=bool(star))
+        if minus:
+            negatives.append(term)
+        else:
+            groups[-1].append(term)
+            expect_term = False
+    if expect_term and len(groups) > 1:
+        raise QueryError("OR needs a word on each side.")
+    positives = [term for group in groups for term in group]
+    if not positives:
+        if negatives:
+            raise QueryError("Add a word to look for: only -words would match everything.")
+        raise QueryError('Type a word, a "phrase", a prefix* or an id.')
+    if len(positives) + len(negatives) > MAX_TERMS:
+        raise QueryError(f"That is more than {MAX_TERMS} words: keep the ones that matter.")
+    expression = " OR ".join(
+        "(" + " AND ".join(term.fts() for term in group) + ")" for group in groups
+    )
+    for term in negatives:
+        expression = f"({expression}) NOT {term.fts()}"
+    return Query(expression, positives)

@@ -1,0 +1,215 @@
+"""/search/: jump to a pasted id, or search the ledger's text (see docs/decisions.md, "Search")."""
+
+import logging
+from dataclasses import dataclass, field
+
+from django.db import OperationalError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET
+from django_htmx.http import HttpResponseClientRedirect
+
+from ledgerweb.http import wants_json
+from ledgerweb.params import moment_ms, read
+from ledgerweb.sqlite import LedgerQueryTimeout
+from ledgerweb.timestamps import now_ms
+from pipeline.filters import WINDOWS
+from search import engine, ids, indexer, results
+from search.models import IndexState
+from search.query import QueryError, parse
+
+logger = logging.getLogger(__name__)
+
+# What the kind filter offers, and the index's kinds behind each choice.
+KINDS = {
+    "messages": ["message", "compaction", "session"],
+    "tools": ["tool_call"],
+    "requests": ["request"],
+}
+KIND_LABELS = {"messages": "messages", "tools": "tool calls", "requests": "requests"}
+# The query parameters the form keeps as text.
+TEXT_FIELDS = ("q", "kind", "persona", "channel", "status", "window", "since", "until", "session")
+# The ledger's tables as the index status names them.
+BACKLOG_NAMES = {
+    "messages": "messages",
+    "tool_calls": "tool calls",
+    "nexus_requests": "requests",
+    "sessions": "sessions",
+    "compactions": "compaction summaries",
+}
+# How long a search page may spend bringing the index up to date before it searches.
+INDEX_BUDGET_S = 0.3
+
+
+@dataclass
+class SearchForm:
+    """The query string, checked: each bad value is an inline message and is left out."""
+
+    q: str = ""
+    kind: str = ""
+    persona: str = ""
+    channel: str = ""
+    status: str = ""
+    window: str = ""
+    since: str = ""
+    until: str = ""
+    session: str = ""  # only this session's turns (the session page's find box without JS)
+    before: int | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+    filters: engine.Filters = field(default_factory=lambda: engine.Filters([]))
+
+    @classmethod
+    def from_query(cls, params) -> "SearchForm":
+        form = cls(**{name: params.get(name, "").strip() for name in TEXT_FIELDS})
+        form.filters = engine.Filters(
+            KINDS.get(form.kind, []),
+            form.persona,
+            form.channel,
+            form.status,
+            session_id=form.session,
+        )
+        if form.kind and form.kind not in KINDS:
+            form.errors["kind"] = f"Unknown kind “{form.kind}”: choose messages, tools or requests."
+        if form.window:
+            if form.window in WINDOWS:
+                form.filters.since_ms = now_ms() - WINDOWS[form.window]
+            else:
+                choices = ", ".join(WINDOWS)
+                form.errors["window"] = f"Unknown time window “{form.window}”: use {choices}."
+        for name in ("since", "until"):  # read as every page reads a time (ledgerweb.params)
+            moment = read(params, name, moment_ms, form.errors)
+            if moment is not None:
+                setattr(form.filters, f"{name}_ms", moment)
+        raw_before = params.get("before", "")
+        if raw_before:
+            if raw_before.isdigit() and len(raw_before) < 20:
+                form.before = int(raw_before)
+            else:
+                form.errors["before"] = "That page link is damaged: showing the first page."
+        return form
+
+    def as_query(self) -> dict[str, str]:
+        return {name: getattr(self, name) for name in TEXT_FIELDS if getattr(self, name)}
+
+
+@require_GET
+def search(request: HttpRequest) -> HttpResponse:
+    form = SearchForm.from_query(request.GET)
+    jumps = ids.find(form.q) if form.q else []
+    reachable = [jump for jump in jumps if jump.url]
+    if len(reachable) == 1 and form.before is None and not wants_json(request):
+        if request.htmx:
+            return HttpResponseClientRedirect(reachable[0].url)
+        return redirect(reachable[0].url)
+    ctx = {"form": form, "jumps": jumps, "kinds": KIND_LABELS, "windows": WINDOWS}
+    ctx |= _index_status()
+    if form.q:
+        ctx |= _results(form)
+    if wants_json(request):
+        return JsonResponse(_json(ctx))
+    template = "search/results.html"
+    if request.htmx and request.GET.get("before"):
+        template += "#more"
+    elif request.htmx:
+        template += "#results"
+    return render(request, template, ctx)
+
+
+def _index_status() -> dict:
+    """Bring the index a little further, and say how far it reaches."""
+    try:
+        progress = indexer.step(INDEX_BUDGET_S)
+        backlog = progress.backlog or {}
+    except (LedgerQueryTimeout, OperationalError) as error:
+        # Another worker holds the index for longer than the lock timeout, or a ledger query
+        # ran out of time: search what is indexed; the next page goes on.
+        logger.warning("search index step skipped: %s", error)
+        backlog = {}
+    state = IndexState.objects.first()
+    return {
+        "caught_up_at": state.caught_up_at if state else None,
+        "backlog": {BACKLOG_NAMES[table]: n for table, n in backlog.items() if n},
+        "backlog_cap": indexer.COUNT_CAP,
+    }
+
+
+def _results(form: SearchForm) -> dict:
+    try:
+        query = parse(form.q)
+    except QueryError as error:
+        return {"query_error": str(error)}
+    try:
+        page = results.run(query, form.filters, form.before)
+        total = engine.count(query.match, form.filters, indexer.COUNT_CAP)
+    except engine.QueryNotUnderstood:
+        return {"query_error": "The search engine could not read that query; try fewer symbols."}
+    except (engine.QueryTooSlow, LedgerQueryTimeout):
+        return {"query_error": "That search took too long: add a word or a filter to narrow it."}
+    cap = indexer.COUNT_CAP
+    return {"page": page, "total": min(total, cap), "total_capped": total > cap}
+
+
+def _json(ctx: dict) -> dict:
+    form = ctx["form"]
+    page = ctx.get("page")
+    return {
+        "query": form.as_query(),
+        "errors": form.errors,
+        "query_error": ctx.get("query_error"),
+        "ids": [
+            {"kind": j.kind, "id": j.item_id, "url": j.url, "detail": j.detail}
+            for j in ctx["jumps"]
+        ],
+        "index": {"caught_up_at": ctx["caught_up_at"], "not_yet_indexed": ctx["backlog"]},
+        "count": ctx.get("total"),
+        "count_capped": ctx.get("total_capped", False),
+        "next": page.next_cursor if page else None,
+        "groups": [
+            {
+                "session_id": g.session_id,
+                "label": g.label,
+                "persona": g.persona,
+                "hits": [
+                    {
+                        "kind": h.kind,
+                        "id": h.item_id,
+                        "fields": h.fields,
+                        "turn_id": h.turn_id,
+                        "status": h.status,
+                        "turn_status": h.turn_status,
+                        "at": h.at,
+                        "snippet": str(h.snippet),
+                        "url": h.url,
+                    }
+                    for h in g.hits
+                ],
+            }
+            for g in (page.groups if page else [])
+        ],
+    }
+
+
+# Turns a session's find box marks at most: more is not a walk anyone takes key by key.
+FIND_LIMIT = 1000
+
+
+@require_GET
+def find_in_session(request: HttpRequest, session_id: str) -> JsonResponse:
+    """For the session page's find box: the turns of this session that match `q` (oldest
+    first), and with ?failures=1 its failures (failed turns, turns with a failed tool call)."""
+    q = request.GET.get("q", "").strip()
+    answer = {"turn_ids": [], "error": None, "failures": []}
+    if request.GET.get("failures") == "1":
+        answer["failures"] = ids.failure_turn_ids(session_id, FIND_LIMIT)
+    if q:
+        _index_status()
+        try:
+            query = parse(q)
+            answer["turn_ids"] = engine.turn_ids(
+                query.match, engine.Filters([], session_id=session_id), FIND_LIMIT
+            )
+        except QueryError as error:
+            answer["error"] = str(error)
+        except (engine.QueryNotUnderstood, engine.QueryTooSlow, LedgerQueryTimeout):
+            answer["error"] = "That search could not be run here: try fewer words or symbols."
+    return JsonResponse(answer)

@@ -1,0 +1,441 @@
+"""/search/: every field searched, id jumps of every kind, filters, paging, hostile text and
+queries the engine cannot read. The index is built by the page itself (small steps per view)."""
+
+import json
+import re
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+from builders import LEDGER_DB, T0, parse_html
+from django.db import connections
+
+from ledgerweb.db import LEDGER
+
+pytestmark = LEDGER_DB
+URL = "/search/"
+
+
+@pytest.fixture(autouse=True)
+def pages_index_everything(monkeypatch):
+    """A page indexes for at most INDEX_BUDGET_S; on a busy test machine that may not reach a
+    test's last rows. Tests of what is searchable let pages index everything."""
+    monkeypatch.setattr("search.views.INDEX_BUDGET_S", 60)
+
+
+def search(client, q, **params):
+    response = client.get(URL, {"q": q, "format": "json", **params})
+    assert response.status_code == 200
+    return response.json()
+
+
+def hits(data) -> list[dict]:
+    return [hit for group in data["groups"] for hit in group["hits"]]
+
+
+@pytest.fixture
+def conversation(ledger):
+    """A session with one turn that says, calls and fails things, and a failed request."""
+    s = ledger.session(id="S1", label="Quarterly cleanup", routing_key="discord:ops:main")
+    t = ledger.turn(s, id="T1", status="failed")
+    ledger.set_head(s, t, t)
+    ledger.message(t, 1, id="M1", role="user", content="Please prune the stale branches")
+    ledger.message(t, 2, id="M2", role="assistant", content="I deleted the branch feature/login")
+    ledger.tool_call(
+        t, 1, id="C1", tool_name="run_terminal_command_v2",
+        parameters=json.dumps({"cmd": "git branch -D feature/login", "cwd": "src/app/models.py"}),
+        result=json.dumps({"stdout": "Deleted branch feature/login (was 3f2a1b)"}),
+        error="fatal: remote rejected session_fork", status="failed",
+    )  # fmt: skip
+    ledger.request(
+        id="R1", event_id="discord:msg/998877", status="failed", turn_id="T1",
+        error_message="DeliveryTimeout waiting for gateway",
+        error_stack="at sendDiscord (bot.js:42)",
+        session_persona="atlas", event_source="discord",
+    )  # fmt: skip
+    ledger.conn.execute(
+        "INSERT INTO compactions (turn_id, summary, summarized_turn_ids, kept_turn_ids,"
+        " created_at) VALUES ('T1', 'Summary: the user asked about kumquats', '[]', '[]', ?)",
+        (T0,),
+    )
+    return s
+
+
+# -- Every field ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("q", "kind", "field"),
+    [
+        ("prune", "message", "user"),
+        ('"deleted the"', "message", "assistant"),
+        ("run_terminal_command_v2", "tool_call", "tool_name"),
+        ("cwd", "tool_call", "parameters"),
+        ("3f2a1b", "tool_call", "result"),
+        ("rejected", "tool_call", "error"),
+        ("kumquats", "compaction", "summary"),
+        ("quarterly", "session", "label"),
+        ("DeliveryTimeout", "request", "error_message"),
+        ("sendDiscord", "request", "error_stack"),
+        ('"msg 998877"', "request", "event_id"),
+    ],
+)
+def test_each_field_is_searched(viewer_client, conversation, q, kind, field):
+    found = hits(search(viewer_client, q))
+    assert [(h["kind"], h["fields"]) for h in found] == [(kind, [field])]
+    assert "<mark>" in found[0]["snippet"]
+
+
+def test_results_are_grouped_by_session_with_status_time_and_a_highlighted_snippet(
+    viewer_client, conversation
+):
+    page = parse_html(viewer_client.get(URL, {"q": "branch"}).content)
+    group = page.find(".//section[@class='search-group']")
+    assert group.find("h3/a").text == "Quarterly cleanup"
+    items = group.findall(".//li")
+    kinds = [li.find("div/a").text for li in items]
+    assert sorted(kinds) == ["message", "tool call"]
+    assert all(li.find(".//span[@class='status status-failed']") is not None for li in items)
+    call = next(li for li in items if li.find("div/a").text == "tool call")
+    statuses = [s.text for s in call.iterfind(".//span") if "status" in (s.get("class") or "")]
+    assert statuses == ["failed", "failed"]  # the call's own, and its turn's
+    marks = [m.text for li in items for m in li.iter("mark")]
+    assert "branch" in [m.lower() for m in marks]
+
+
+def test_identifiers_paths_phrases_and_prefixes_are_found(viewer_client, conversation):
+    assert {h["id"] for h in hits(search(viewer_client, "session_fork"))} == {"C1"}
+    assert {h["id"] for h in hits(search(viewer_client, "src/app/models.py"))} == {"C1"}
+    assert {h["id"] for h in hits(search(viewer_client, '"deleted the branch"'))} == {"M2"}
+    assert hits(search(viewer_client, '"the deleted branch"')) == []
+    assert {h["id"] for h in hits(search(viewer_client, "stal*"))} == {"M1"}
+    assert {h["id"] for h in hits(search(viewer_client, "prune OR kumquats"))} == {"M1", "T1"}
+    assert {h["id"] for h in hits(search(viewer_client, "branch* -login"))} == {"M1"}
+
+
+# -- Following links -------------------------------------------------------------------------------
+
+
+def test_every_hit_links_to_the_page_that_shows_it(viewer_client, conversation):
+    page = parse_html(
+        viewer_client.get(URL, {"q": "branch OR kumquats OR DeliveryTimeout"}).content
+    )
+    links = [a.get("href") for a in page.iterfind(".//li[@class]/div[@class='hit-head']/a")]
+    assert links, "no hits"
+    for href in links:
+        target = urljoin("http://testserver" + URL, href)
+        path, fragment = urlsplit(target).path, urlsplit(target).fragment
+        landed = viewer_client.get(path)
+        assert landed.status_code == 200, href
+        if fragment:
+            assert f'id="{fragment}"' in landed.content.decode(), href
+
+
+def test_older_matches_come_in_pages_by_keyset(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    for i in range(60):
+        ledger.message(t, i, id=f"M{i:03d}", content=f"needle number {i}", created_at=T0 + i)
+    first = search(viewer_client, "needle")
+    assert first["count"] == 60 and first["next"]
+    second = search(viewer_client, "needle", before=first["next"])
+    ids = [h["id"] for h in hits(first)] + [h["id"] for h in hits(second)]
+    assert ids == [f"M{i:03d}" for i in reversed(range(60))]  # newest first, each once
+    assert second["next"] is None
+    html = viewer_client.get(URL, {"q": "needle"}, headers={"HX-Request": "true"}).content.decode()
+    more = re.search(r'<a href="([^"]+)" hx-get="([^"]+)"', html.split('id="more"')[1])
+    assert more.group(1) == more.group(2)
+    fragment = viewer_client.get(
+        urljoin(URL, more.group(1).replace("&amp;", "&")), headers={"HX-Request": "true"}
+    ).content.decode()
+    assert "needle number 9<" not in fragment and "<mark>needle</mark> number 0" in fragment
+
+
+# -- Id jumps --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("q", "lands_on", "anchor"),
+    [
+        ("S1", "/sessions/S1/", ""),
+        ("T1", "/sessions/S1/turns/T1/", ""),
+        ("M2", "/sessions/S1/turns/T1/", "message-M2"),
+        ("C1", "/sessions/S1/turns/T1/", "call-C1"),
+        ("R1", "/pipeline/requests/R1/", ""),
+        ("discord:msg/998877", "/pipeline/requests/R1/", ""),
+        ("discord:ops:main", "/sessions/S1/", ""),
+    ],
+)
+def test_a_pasted_id_lands_on_its_page(viewer_client, conversation, q, lands_on, anchor):
+    response = viewer_client.get(URL, {"q": f"  {q} "})
+    assert response.status_code == 302
+    path, _, fragment = response["Location"].partition("#")
+    assert (path, fragment) == (lands_on, anchor)
+    landed = viewer_client.get(path)
+    assert landed.status_code == 200
+    if anchor:
+        assert f'id="{anchor}"' in landed.content.decode()
+    htmx = viewer_client.get(URL, {"q": q}, headers={"HX-Request": "true"})
+    assert htmx["HX-Redirect"] == response["Location"]
+
+
+def test_the_header_box_on_every_page_searches(viewer_client, conversation):
+    for page_url in ("/", "/sessions/", "/pipeline/requests/", "/sessions/S1/"):
+        page = parse_html(viewer_client.get(page_url).content)
+        form = page.find(".//header//form[@role='search']")
+        assert form.get("method") == "get"
+        name = form.find("input").get("name")
+        action = urljoin("http://testserver" + page_url, form.get("action"))
+        jump = viewer_client.get(action, {name: "C1"})
+        assert jump["Location"] == "/sessions/S1/turns/T1/#call-C1"
+        found = viewer_client.get(action, {name: "kumquats"})
+        assert b"<mark>kumquats</mark>" in found.content
+
+
+def test_an_id_shared_by_several_rows_lists_them(viewer_client, ledger):
+    ledger.request(id="R1", event_id="evt-1")
+    ledger.request(id="R2", event_id="evt-1")
+    data = search(viewer_client, "evt-1")
+    assert {(j["kind"], j["id"], j["url"]) for j in data["ids"]} == {
+        ("event id", "R1", "/pipeline/requests/R1/"),
+        ("event id", "R2", "/pipeline/requests/R2/"),
+    }
+    page = viewer_client.get(URL, {"q": "evt-1"})
+    assert page.status_code == 200 and b'href="/pipeline/requests/R2/"' in page.content
+
+
+# -- Filters and bad input -------------------------------------------------------------------------
+
+
+def test_filters_narrow_the_results(viewer_client, conversation, ledger):
+    other = ledger.session(id="S2", persona="mnemo", routing_key="imessage:+1555:default")
+    t2 = ledger.turn(other, id="T2", started_at=T0 - 10 * 86_400_000)
+    ledger.message(t2, 1, id="M9", content="an old branch", created_at=T0 - 10 * 86_400_000)
+    every = {h["id"] for h in hits(search(viewer_client, "branch"))}
+    assert every == {"M2", "C1", "M9"}
+    assert {h["id"] for h in hits(search(viewer_client, "branch", kind="tools"))} == {"C1"}
+    assert {h["id"] for h in hits(search(viewer_client, "branch", persona="mnemo"))} == {"M9"}
+    assert {h["id"] for h in hits(search(viewer_client, "branch", channel="imessage"))} == {"M9"}
+    assert {h["id"] for h in hits(search(viewer_client, "branch", status="failed"))} == {
+        "M2", "C1",
+    }  # fmt: skip
+    assert {h["id"] for h in hits(search(viewer_client, "branch", until="2025-11-20"))} == {"M9"}
+    assert {h["id"] for h in hits(search(viewer_client, "branch", since=str(T0)))} == every - {"M9"}
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"kind": "spaceships"}, "Unknown kind"),
+        ({"since": "last tuesday"}, "not a time"),
+        ({"until": "9" * 5000}, "out of range"),
+        ({"since": "²"}, "not a time"),
+        ({"until": "2025-02-30"}, "until=2025-02-30"),
+        ({"window": "3y"}, "Unknown time window"),
+        ({"before": "12abc"}, "page link is damaged"),
+    ],
+)
+def test_a_bad_parameter_is_explained_inline(viewer_client, conversation, params, message):
+    response = viewer_client.get(URL, {"q": "branch", **params})
+    assert response.status_code == 200
+    assert message in response.content.decode()
+    assert b"<mark>branch</mark>" in response.content  # the rest of the query still works
+
+
+@pytest.mark.parametrize(
+    ("q", "message"),
+    [
+        ('"deleted the branch', "quotation mark is not closed"),
+        ("*", "no letters or digits"),
+        ("-heartbeat", "Add a word to look for"),
+        ("OR branch", "OR needs a word on each side"),
+        ('NEAR(a b) "x" AND ) ( ^', "no letters or digits"),
+    ],
+)
+def test_a_query_the_engine_cannot_read_gets_a_clear_message(
+    viewer_client, conversation, q, message
+):
+    response = viewer_client.get(URL, {"q": q})
+    assert response.status_code == 200
+    assert message in parse_html(response.content).find(".//p[@id='query-error']").text
+    assert search(viewer_client, q)["query_error"]
+
+
+# -- Hostile text ----------------------------------------------------------------------------------
+
+
+def test_html_control_characters_and_invalid_utf8_are_indexed_and_escaped(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    ledger.message(
+        t, 1, id="M1", content='<script>alert("xss")</script> marmalade\x00\x07 <b>x</b>'
+    )
+    ledger.conn.execute(
+        "INSERT INTO messages (id, turn_id, role, content, sequence, created_at)"
+        " VALUES ('M2', 'T1', 'user', CAST(X'6D61726D616C61646520FFFE21' AS TEXT), 2, ?)",
+        (T0,),
+    )
+    response = viewer_client.get(URL, {"q": "marmalade"})
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "<script>alert" not in html and "&lt;script&gt;alert" in html
+    assert html.count("<mark>marmalade</mark>") == 2
+    parse_html(response.content)
+
+
+def test_a_word_deep_inside_a_huge_tool_result_is_found(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    huge = json.dumps({"log": "lorem ipsum " * 300_000 + "zanzibar at the very end"})  # 3.6 MB
+    ledger.tool_call(t, 1, id="C1", result=huge)
+    found = hits(search(viewer_client, "zanzibar"))
+    assert [(h["id"], h["fields"]) for h in found] == [("C1", ["result"])]
+    assert "<mark>zanzibar</mark> at the very end" in found[0]["snippet"]
+    assert len(found[0]["snippet"]) < 1000
+
+
+# -- Index freshness -------------------------------------------------------------------------------
+
+
+def test_the_page_says_how_far_the_index_reaches(viewer_client, conversation, monkeypatch):
+    monkeypatch.setattr("search.views.INDEX_BUDGET_S", 0)  # pages do not index
+    data = search(viewer_client, "branch")
+    assert data["index"]["not_yet_indexed"] == {
+        "messages": 2,
+        "tool calls": 1,
+        "requests": 1,
+        "sessions": 1,
+        "compaction summaries": 1,
+    }
+    assert hits(data) == []
+    status = parse_html(viewer_client.get(URL, {"q": "branch"}).content).find(
+        ".//p[@id='index-status']"
+    )
+    text = " ".join("".join(status.itertext()).split())
+    assert text.startswith("The index is still being built; 2 newer messages, 1 newer tool calls")
+    assert text.endswith("not yet searchable.")
+    monkeypatch.setattr("search.views.INDEX_BUDGET_S", 60)
+    status = parse_html(viewer_client.get(URL, {"q": "branch"}).content).find(
+        ".//p[@id='index-status']"
+    )
+    assert "".join(status.itertext()).startswith("Index up to date as of")
+
+
+# -- Find in a session -----------------------------------------------------------------------------
+
+
+def test_the_session_find_box_without_javascript_searches_only_that_session(
+    viewer_client, conversation, ledger
+):
+    other = ledger.session(id="S2", label="Elsewhere")
+    ledger.message(ledger.turn(other, id="T9"), 1, id="M9", content="a branch elsewhere")
+    page = parse_html(viewer_client.get("/sessions/S1/").content)
+    form = page.find(".//form[@class='find-in-session']")
+    fields = {i.get("name"): i.get("value") or "" for i in form.iter("input")}
+    assert fields == {"session": "S1", "q": ""}
+    response = viewer_client.get(form.get("action"), fields | {"q": "branch"})
+    results = parse_html(response.content)
+    assert {h.get("href") for h in results.iterfind(".//div[@class='hit-head']/a")} == {
+        "/sessions/S1/turns/T1/#message-M2", "/sessions/S1/turns/T1/#call-C1",
+    }  # fmt: skip
+    everywhere = results.find(".//p[@class='notice']/a[2]")
+    assert everywhere.text == "search everywhere"
+    wider = viewer_client.get(URL + everywhere.get("href").replace("&amp;", "&"))
+    assert b"/sessions/S2/turns/T9/#message-M9" in wider.content
+
+
+def test_find_in_session_names_matching_turns_and_failures(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t1 = ledger.turn(s, id="T1", started_at=T0)
+    ledger.message(t1, 1, content="kumquat")
+    t2 = ledger.turn(s, t1, id="T2", started_at=T0 + 1, status="failed")
+    t3 = ledger.turn(s, t2, id="T3", started_at=T0 + 2)
+    ledger.tool_call(t3, 1, status="failed", error="kumquat exploded")
+    ledger.turn(ledger.session(id="S2"), id="T4")
+    ledger.set_head(s, t1, t3)
+    form = parse_html(viewer_client.get("/sessions/S1/").content).find(
+        ".//form[@class='find-in-session']"
+    )
+    url = form.get("data-find-url")
+    assert viewer_client.get(url, {"q": "kumquat"}).json()["turn_ids"] == ["T1", "T3"]
+    assert viewer_client.get(url, {"failures": "1"}).json()["failures"] == ["T2", "T3"]
+    assert "not closed" in viewer_client.get(url, {"q": '"kumquat'}).json()["error"]
+    turn_url = form.get("data-turn-url").replace("TURN-ID-PLACEHOLDER", "T3")
+    assert viewer_client.get(turn_url, {"find": "kumquat"}).status_code == 200
+
+
+def test_a_full_page_of_hits_costs_a_bounded_number_of_queries(
+    viewer_client, ledger, django_assert_max_num_queries
+):
+    s = ledger.session(id="S1")
+    for i in range(60):
+        t = ledger.turn(s, id=f"T{i:03d}", started_at=T0 + i)
+        ledger.message(t, 1, id=f"M{i:03d}", content=f"needle {i}", created_at=T0 + i)
+        ledger.tool_call(t, 1, id=f"C{i:03d}", result=f'"needle {i}"')
+    viewer_client.get(URL, {"q": "warm up"})  # the index is built by this first page
+    with (
+        django_assert_max_num_queries(12),
+        django_assert_max_num_queries(25, connection=connections[LEDGER]),
+    ):
+        page = viewer_client.get(URL, {"q": "needle"})
+    assert page.content.count(b"<mark>needle</mark>") == 50
+
+
+def test_a_broken_ledger_is_searched_without_errors_and_stays_inert(viewer_client, ledger):
+    from hostile import PAYLOAD, build_broken_ledger
+    from test_hostile_ledger import assert_inert
+
+    build_broken_ledger(ledger)
+    for q in ("alert", "evil", "onerror", "seconds", PAYLOAD, "S1", "T2", "C1", "R1", "\x07"):
+        for params in ({"q": q}, {"q": q, "format": "json"}, {"q": q, "kind": "requests"}):
+            response = viewer_client.get(URL, params)
+            assert response.status_code in (200, 302), (q, response.status_code)
+            assert_inert(response, f"{URL}?{params}")
+    page = viewer_client.get(URL, {"q": "alert"})
+    parse_html(page.content)
+    assert page.content.count(b"<mark>alert</mark>") >= 3
+
+
+def test_a_busy_index_does_not_stop_a_search(viewer_client, conversation, monkeypatch):
+    from django.db import OperationalError
+
+    from search import indexer
+
+    viewer_client.get(URL, {"q": "warm up"})  # indexed
+
+    def locked(*args, **kwargs):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(indexer, "step", locked)  # another worker holds the index too long
+    response = viewer_client.get(URL, {"q": "kumquats"})
+    assert response.status_code == 200
+    assert b"<mark>kumquats</mark>" in response.content
+
+
+def test_the_filter_form_swaps_only_the_results_when_htmx_asks(viewer_client, conversation):
+    from builders import parse_fragment
+
+    page = parse_html(viewer_client.get(URL, {"q": "branch"}).content)
+    form = page.find(".//form[@id='search-filters']")
+    assert (form.get("hx-get"), form.get("hx-target")) == (URL, "#results")
+    fragment = viewer_client.get(
+        form.get("hx-get"), {"q": "branch", "kind": "tools"}, headers={"HX-Request": "true"}
+    )
+    html = fragment.content.decode()
+    assert "<html" not in html and 'id="search-filters"' not in html
+    parse_fragment(html)
+    assert html.count('class="hit ') == 1 and "#call-C1" in html
+
+
+def test_a_search_that_runs_too_long_says_so(viewer_client, conversation, monkeypatch):
+    viewer_client.get(URL, {"q": "warm up"})  # indexed
+    monkeypatch.setattr("search.engine.QUERY_LIMIT_S", 0)
+    monkeypatch.setattr("search.engine.PROGRESS_STEPS", 1)  # (a tiny index answers at once)
+    response = viewer_client.get(URL, {"q": "branch"})
+    assert response.status_code == 200
+    assert "took too long" in parse_html(response.content).find(".//p[@id='query-error']").text
+
+
+def test_a_huge_query_is_refused_with_a_message(viewer_client, conversation):
+    response = viewer_client.get(URL, {"q": "branch " * 500})
+    assert response.status_code == 200
+    assert "longer than 1,000 characters" in response.content.decode()

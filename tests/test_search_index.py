@@ -1,0 +1,154 @@
+"""The search index follows the ledger: rows added or finished while the server runs become
+searchable, a replaced ledger is indexed again from nothing, ledger_index resumes after a stop."""
+
+import json
+import os
+
+import pytest
+from builders import T0, LedgerBuilder, use_ledger
+from django.core.management import call_command
+from django.db import connection
+
+from ledgerweb import schema
+from ledgerweb.timestamps import now_ms
+from search import engine, indexer
+
+# The writer's rows must be visible to the pages: no test transaction around them.
+pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
+URL = "/search/"
+
+
+@pytest.fixture(autouse=True)
+def pages_index_everything(monkeypatch):
+    """A page indexes for at most INDEX_BUDGET_S; on a busy test machine that may not reach a
+    test's last rows. Tests of what is searchable let pages index everything."""
+    monkeypatch.setattr("search.views.INDEX_BUDGET_S", 60)
+
+
+def found(client, q) -> list[tuple[str, str | None]]:
+    data = client.get(URL, {"q": q, "format": "json"}).json()
+    return [(hit["id"], hit["status"]) for group in data["groups"] for hit in group["hits"]]
+
+
+def indexed_items() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM search_item")
+        return cursor.fetchone()[0]
+
+
+def test_rows_added_while_the_server_runs_become_searchable(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    ledger.message(t, 1, id="M1", content="alpha")
+    assert found(viewer_client, "alpha") == [("M1", "completed")]
+    ledger.message(t, 2, id="M2", content="bravo alpha", created_at=T0 + 1)
+    assert found(viewer_client, "bravo") == [("M2", "completed")]
+    assert found(viewer_client, "alpha") == [("M2", "completed"), ("M1", "completed")]
+
+
+def test_a_tool_result_that_arrives_later_becomes_searchable_once(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1", status="streaming", started_at=now_ms())
+    ledger.tool_call(t, 1, id="C1", parameters='{"q": "walrus"}', result=None, status="pending")
+    assert found(viewer_client, "walrus") == [("C1", "pending")]
+    ledger.conn.execute(
+        "UPDATE tool_calls SET result = ?, status = 'completed' WHERE id = 'C1'",
+        (json.dumps({"answer": "narwhal"}),),
+    )
+    ledger.conn.execute("UPDATE turns SET status = 'completed' WHERE id = 'T1'")
+    assert found(viewer_client, "narwhal") == [("C1", "completed")]
+    assert found(viewer_client, "walrus") == [("C1", "completed")]  # once, not twice
+
+
+def test_a_request_that_fails_after_it_was_indexed_shows_its_error(viewer_client, ledger):
+    ledger.request(id="R1", status="processing", stage="runAgent", event_id="evt-9",
+                   started_at=now_ms())  # fmt: skip
+    assert found(viewer_client, '"evt 9"') == [("R1", "processing")]
+    ledger.conn.execute(
+        "UPDATE nexus_requests SET status = 'failed', error_message = 'quota exhausted'"
+    )
+    assert found(viewer_client, "quota") == [("R1", "failed")]
+
+
+def replace_ledger(ledger, tmp_path, first_turn_at: int, messages: list[str]) -> None:
+    """Write another ledger to the same path (a restore from backup, a rebuilt ledger) with the
+    same ids: S1, T1 started at first_turn_at, and messages M1, M2… with these texts."""
+    ledger.conn.close()
+    replacement = tmp_path / "other.sqlite3"
+    schema.create_ledger(replacement)
+    other = LedgerBuilder(replacement)
+    t = other.turn(other.session(id="S1"), id="T1", started_at=first_turn_at)
+    for i, text in enumerate(messages, start=1):
+        other.message(t, i, id=f"M{i}", content=text, created_at=first_turn_at)
+    other.conn.close()
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(f"{ledger.path}{suffix}"):
+            os.remove(f"{ledger.path}{suffix}")
+    os.replace(replacement, ledger.path)
+    use_ledger(ledger.path)
+
+
+def test_a_row_stuck_for_a_day_is_not_read_again_at_every_step(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1", started_at=now_ms() - 2 * indexer.OPEN_FOR_MS)
+    ledger.tool_call(t, 1, id="C1", parameters='{"q": "walrus"}', result=None, status="pending")
+    assert found(viewer_client, "walrus") == [("C1", "pending")]
+    assert engine.open_items(10) == []
+
+
+def test_retention_taking_out_old_requests_keeps_the_index(ledger):
+    ledger.turn(ledger.session(id="S1"), id="T1")
+    for i in range(3):
+        ledger.request(id=f"R{i}", error_message=f"boom {i}", status="failed")
+    assert indexer.step(budget_s=60).reset is False
+    ledger.conn.execute("DELETE FROM nexus_requests WHERE id IN ('R0', 'R1')")  # the oldest
+    ledger.request(id="R9", error_message="boom 9", status="failed")
+    progress = indexer.step(budget_s=60)
+    assert (progress.reset, progress.indexed) == (False, 1)  # only the new request is read
+
+
+def test_a_replaced_ledger_is_indexed_again_never_mixed(viewer_client, ledger, tmp_path):
+    t = ledger.turn(ledger.session(id="S1"), id="T1")
+    ledger.message(t, 1, id="M1", content="apple")
+    assert found(viewer_client, "apple") == [("M1", "completed")]
+    replace_ledger(ledger, tmp_path, T0 + 5, ["banana"])  # its first turn is another
+    assert found(viewer_client, "apple") == []
+    assert found(viewer_client, "banana") == [("M1", "completed")]
+
+
+def test_a_rebuilt_ledger_with_the_same_first_turn_but_fewer_rows_is_indexed_again(
+    viewer_client, ledger, tmp_path
+):
+    t = ledger.turn(ledger.session(id="S1"), id="T1")
+    for i, text in enumerate(["apple", "cherry", "damson"], start=1):
+        ledger.message(t, i, id=f"M{i}", content=text)
+    assert found(viewer_client, "damson") == [("M3", "completed")]
+    replace_ledger(ledger, tmp_path, T0, ["banana"])  # same anchor; fewer messages than marked
+    assert found(viewer_client, "damson") == []
+    assert found(viewer_client, "banana") == [("M1", "completed")]
+
+
+def test_ledger_index_indexes_only_new_rows_and_resumes_after_a_stop(ledger, monkeypatch):
+    s = ledger.session(id="S1", label=None)
+    t = ledger.turn(s, id="T1")
+    for i in range(5):
+        ledger.message(t, i, id=f"M{i}", content=f"word{i}")
+    monkeypatch.setattr(indexer, "BATCH", 2)
+    real_add, calls = engine.add, []
+
+    def add_then_stop(docs):
+        calls.append(docs)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # Ctrl-C in the middle of the second batch
+        real_add(docs)
+
+    monkeypatch.setattr(engine, "add", add_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        call_command("ledger_index", verbosity=0)
+    assert indexed_items() == 2  # the first batch, committed; the second rolled back
+    monkeypatch.setattr(engine, "add", real_add)
+    call_command("ledger_index", verbosity=0)
+    assert indexed_items() == 5
+    ledger.message(t, 9, id="M9", content="word9")
+    call_command("ledger_index", verbosity=0)
+    assert indexed_items() == 6
