@@ -36,6 +36,8 @@ URLS = {
     "pipeline:requests": ("/pipeline/requests/?status=failed", 200),
     "pipeline:request": ("/pipeline/requests/R1/", 200),
     "pipeline:similar": ("/pipeline/requests/R1/similar/", 200),
+    "search:search": ("/search/?q=hello", 200),
+    "search:in_session": ("/search/in/S1/?q=hello", 200),
 }
 CHART_URLS = [
     (f"/pipeline/charts/{slug}/?since={T0 - 3_600_000}&until={T0 + 3_600_000}", 200)

@@ -44,9 +44,10 @@ NARROW = {"width": 390, "height": 844}
 CONTRACT = {"overview", "sessions:list", "sessions:detail", "sessions:turn", "sessions:thread",
             "sessions:export", "sessions:compare", "sessions:call", "pipeline:dashboard",
             "pipeline:chart", "pipeline:requests", "pipeline:request", "pipeline:similar",
-            "admin:index", "login", "health", "healthz"}  # fmt: skip
+            "admin:index", "login", "health", "healthz", "search:search"}  # fmt: skip
 TWINNED = {"overview", "sessions:list", "sessions:detail", "sessions:turn", "sessions:thread",
-           "pipeline:dashboard", "pipeline:requests", "pipeline:request"}  # fmt: skip
+           "pipeline:dashboard", "pipeline:requests", "pipeline:request",
+           "search:search"}  # fmt: skip
 
 
 @pytest.fixture(scope="session")
@@ -124,7 +125,7 @@ def pipeline_pages(conn) -> list[str]:
 
 def seed_pages(conn) -> list[str]:
     return ["/", *session_pages(conn), *pipeline_pages(conn), "/health/", "/admin/",
-            "/accounts/login/", "/healthz"]  # fmt: skip
+            "/accounts/login/", "/healthz", "/search/?q=error"]  # fmt: skip
 
 
 def worth_visiting(url: str, visited: dict, walker: Walker) -> bool:
