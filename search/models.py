@@ -14,3 +14,6 @@ class IndexState(models.Model):
 
     class Meta:
         db_table = "search_indexstate"
+        # Every engine Django supports has JSON columns: saying so spares the system checks a
+        # connection, so a command run on a fresh checkout (no var/ yet) does not need one.
+        required_db_features = {"supports_json_field"}
