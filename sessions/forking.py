@@ -9,6 +9,7 @@ from ledgerweb import sqlite
 from ledgerweb.db import LEDGER_WRITE
 from ledgerweb.timestamps import now_ms
 from ledgerweb.ulid import UlidFactory
+from sessions.kinds import FORK, children_prefix
 from sessions.models import Session, Turn
 
 _ids = UlidFactory(random.SystemRandom())
@@ -69,3 +70,14 @@ def forks_by_point(forks: list[Session]) -> dict[str, list[Session]]:
         if point:
             points.setdefault(point, []).append(fork)
     return points
+
+
+def forks_made_at(origin: Session, turn_id: str) -> list[Session]:
+    """The forks of `origin` made at one of its turns (the turn panel lists them)."""
+    low, high = children_prefix(FORK, origin.id)
+    forks = list(
+        Session.objects.filter(routing_key__gte=low, routing_key__lt=high).order_by("created_at")[
+            :200
+        ]
+    )
+    return forks_by_point(forks).get(turn_id, [])

@@ -97,6 +97,10 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
         "page_error": page_error,
         "selected_id": selected_id,
         "unfold": unfold,
+        # Where a fork left its origin: the header links to that turn of the origin.
+        "fork_point": (
+            forking.fork_point_of(session) if session_tree.routing.kind == FORK else None
+        ),
         # The "N failed turns" pill opens the first of them.
         "first_failed_id": (
             first_failed_turn_id(session.id) if session_tree.totals["failed_turns"] else None
@@ -191,15 +195,34 @@ def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
         # (Un)folding or another page: the tree alone.
         return _render_with_rows(request, "sessions/detail.html#tree", ctx)
     if ctx["selected_id"]:
-        ctx |= _turn_context(session, ctx["selected_id"], ctx["tree"].turns[ctx["selected_id"]])
+        ctx |= _tree_turn_context(session, ctx, ctx["selected_id"])
         ctx |= _panel_html(ctx)
     return _render_with_rows(request, "sessions/detail.html", ctx)
 
 
-def _turn_context(session: Session, turn_id: str, info: TurnInfo | None) -> dict:
+def _turn_context(
+    session: Session, turn_id: str, info: TurnInfo | None, forks: list[Session] | None = None
+) -> dict:
+    """The panel's data. `forks`: the forks made at this turn, when the tree has them already."""
     detail = load_turn_detail(session.id, turn_id)
     walk = failed_walk(session.id, turn_id) if info and info.status == FAILED else None
-    return {"turn": info, "detail": detail, "turn_id": turn_id, "failed_walk": walk}
+    if forks is None:
+        forks = forking.forks_made_at(session, turn_id)
+    return {
+        "turn": info,
+        "detail": detail,
+        "turn_id": turn_id,
+        "failed_walk": walk,
+        "forks_here": _child_links(forks),
+    }
+
+
+def _tree_turn_context(session: Session, ctx: dict, turn_id: str) -> dict:
+    """_turn_context for a page that drew the tree: its turn and forks are read already."""
+    session_tree = ctx["tree"]
+    return _turn_context(
+        session, turn_id, session_tree.turns[turn_id], session_tree.forks_at.get(turn_id, [])
+    )
 
 
 def _panel_html(ctx: dict) -> dict:
@@ -226,7 +249,7 @@ def turn_detail(request: HttpRequest, session_id: str, turn_id: str) -> HttpResp
     ctx = _session_context(request, session, turn_id)
     if turn_id not in ctx["tree"].turns:
         raise Http404(f"No turn {turn_id!r} in session {session_id!r}")
-    ctx |= _turn_context(session, turn_id, ctx["tree"].turns[turn_id])
+    ctx |= _tree_turn_context(session, ctx, turn_id)
     if wants_json(request):
         # Scripts get every payload, also those a long list loads only when a call is opened.
         add_payloads([c for c in ctx["detail"].tool_calls if c.parameters is None], turn_id)
