@@ -347,11 +347,14 @@ def export(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
 def compare(request: HttpRequest, session_id: str) -> HttpResponse:
     session = _get_session(session_id)
     a, b = strict(request.GET, "a", text, ""), strict(request.GET, "b", text, "")
-    result = comparing.compare(a, b) if a and b else None
+    result = comparing.compare(session, a, b) if a and b else None
     if wants_json(request):
         if result is None:
             return JsonResponse({"error": "choose two turns: ?a=<turn id>&b=<turn id>"}, status=400)
         return JsonResponse(asdict(result), safe=False)
-    return render(
-        request, "sessions/compare.html", {"session": session, "a": a, "b": b, "result": result}
-    )
+    ctx = {"session": session, "a": a, "b": b, "result": result}
+    if result is None:
+        # "Compare with…": the session's leaves and branch points, to pick without typing ids.
+        ctx["pick"] = "b" if a else "a"
+        ctx["candidates"] = comparing.candidates(load_tree(session), exclude=a or b)
+    return render(request, "sessions/compare.html", ctx)

@@ -39,6 +39,7 @@ class Conversation:
     turns: list[dict] = field(default_factory=list)
     prompts: dict[str, str] = field(default_factory=dict)  # turn id → its prompt
     answers: dict[str, str] = field(default_factory=dict)  # turn id → its answer
+    tool_only: set[str] = field(default_factory=set)  # turns that answered with a tool call
     head: dict | None = None
 
     def siblings(self) -> list[list[str]]:
@@ -64,6 +65,7 @@ def chat_ui_conversation(ledger: LedgerBuilder, seed: int, depth: int = 6) -> Co
         ledger.message(turn, 1, content=prompt)
         if rng.random() < 0.25:  # an agent answers with a tool call first, sometimes only that
             ledger.tool_call(turn, 2, tool_name="web_search", parameters=f'{{"q": "{answer}"}}')
+            convo.tool_only.add(turn["id"])
         else:
             ledger.message(turn, 2, role="assistant", content=answer)
         convo.turns.append(turn)

@@ -387,8 +387,8 @@ def test_the_export_is_a_replayable_transcript(viewer_client, convo):
 def test_compare_finds_the_fork_point_and_both_paths(viewer_client, convo):
     data = viewer_client.get("/sessions/S1/compare/?a=T2&b=T2b&format=json").json()
     assert data["fork_point"]["id"] == "T1"
-    assert [t["id"] for t in data["a"]["turns"]] == ["T2"]
-    assert [t["id"] for t in data["b"]["turns"]] == ["T2b"]
+    assert [t["id"] for t in data["a"]["first_turns"]] == ["T2"]
+    assert [t["id"] for t in data["b"]["first_turns"]] == ["T2b"]
     page = viewer_client.get("/sessions/S1/compare/?a=T2&b=T2b").content.decode()
     parse_html(page)
     assert "They share 1 turn and part after" in page
