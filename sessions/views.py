@@ -289,6 +289,8 @@ def thread(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     if strict(request.GET, "all", choice("1", "0")) == "1":
         # The old "whole thread" address: the thread now comes in pages, from the root.
         return redirect(_thread_page_url(request, session.id, turn_id, 1, drop="all"))
+    # ?folded=all: every turn a compaction folded away on this page, not only the last 50.
+    folded_all = strict(request.GET, "folded", choice("all")) == "all"
     number, page_error = _positive_number(request.GET, "page")
     the_thread = load_thread(turn_id, page_size=THREAD_PAGE_TURNS, page=number)
     if the_thread is None:
@@ -302,6 +304,7 @@ def thread(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     ctx = {
         "session": session,
         "thread": the_thread,
+        "folded_all": folded_all,
         "page_error": page_error,
         "can_fork": request.user.has_perm("conversations.fork_session"),
         "turn_id": turn_id,

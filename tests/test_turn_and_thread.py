@@ -1,6 +1,7 @@
 """The turn panel, the thread and fork point, the fork itself, the export and the comparison."""
 
 import json
+import re
 
 import pytest
 from builders import LEDGER_DB, T0, parse_fragment, parse_html
@@ -434,3 +435,37 @@ def test_a_long_thread_page_shows_the_turns_nearest_the_fork_point(viewer_client
     first = first.content.decode()
     assert "question number 0000" in first and "question number 0005" not in first
     assert "earlier turn" not in first and "200 later turns" in first
+
+
+def test_the_thread_shows_every_folded_turn_on_request(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    parent = ledger.turn(s, id="T000")
+    for i in range(1, 80):
+        parent = ledger.turn(s, parent, id=f"T{i:03d}", started_at=T0 + i)
+        ledger.message(parent, 1, content=f"question {i}")
+    compaction = ledger.turn(s, parent, id="C", started_at=T0 + 100)
+    ledger.compaction(compaction, "A long chat.", summarized=["T001"], kept=["T079"])
+    ledger.set_head(s, compaction, compaction)
+    page = viewer_client.get("/sessions/S1/turns/C/thread/").content.decode()
+    link = re.search(r'The last 50 of them: <a href="([^"]+)">show all 79</a>', page)[1]
+    whole = viewer_client.get("/sessions/S1/turns/C/thread/" + link.replace("&amp;", "&"))
+    whole = whole.content.decode()
+    parse_html(whole)
+    assert "question 1 <" in whole and "question 78" in whole and "show all" not in whole
+    assert "From here the model sees this summary, the 1 turn it kept" in whole
+
+
+def test_a_thread_whose_context_cannot_be_rebuilt_says_why_it_cannot_be_forked(
+    client, operator, ledger
+):
+    s = ledger.session(id="S1")
+    orphan = ledger.turn(s, {"id": "gone"}, id="T1")
+    whole = ledger.turn(s, id="T2")
+    ledger.set_head(s, whole, orphan)
+    client.force_login(operator)
+    page = client.get("/sessions/S1/turns/T1/thread/").content.decode()
+    assert "context cannot be rebuilt whole" in page
+    button = r'<button type="submit" class="primary"\s+disabled aria-describedby="fork-broken"'
+    assert re.search(button, page)
+    fine = client.get("/sessions/S1/turns/T2/thread/").content.decode()
+    assert "cannot be rebuilt" not in fine and "disabled" not in fine
