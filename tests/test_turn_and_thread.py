@@ -395,18 +395,22 @@ def test_compare_finds_the_fork_point_and_both_paths(viewer_client, convo):
     assert "They share 1 turn and part after" in page
 
 
-def test_a_thread_after_a_compaction_lists_only_the_latest_folded_turns(viewer_client, ledger):
+@pytest.fixture
+def compacted_thread(ledger):
+    """80 turns in a line, then a compaction C that kept only the last of them (T079)."""
     s = ledger.session(id="S1")
     parent = ledger.turn(s, id="T000")
     for i in range(1, 80):
         parent = ledger.turn(s, parent, id=f"T{i:03d}", started_at=T0 + i)
         ledger.message(parent, 1, content=f"question {i}")
     compaction = ledger.turn(s, parent, id="C", started_at=T0 + 100)
-    ledger.conn.execute(
-        "INSERT INTO compactions (turn_id, summary, summarized_turn_ids, kept_turn_ids,"
-        " created_at) VALUES ('C', 'A long chat.', '[]', '[\"T079\"]', 0)"
-    )
+    ledger.compaction(compaction, "A long chat.", kept=["T079"])
     ledger.set_head(s, compaction, compaction)
+
+
+def test_a_thread_after_a_compaction_lists_only_the_latest_folded_turns(
+    viewer_client, compacted_thread
+):
     page = viewer_client.get("/sessions/S1/turns/C/thread/").content.decode()
     assert "79 turns folded into the compaction summary" in page
     assert "The last 50 of them" in page
@@ -437,15 +441,7 @@ def test_a_long_thread_page_shows_the_turns_nearest_the_fork_point(viewer_client
     assert "earlier turn" not in first and "200 later turns" in first
 
 
-def test_the_thread_shows_every_folded_turn_on_request(viewer_client, ledger):
-    s = ledger.session(id="S1")
-    parent = ledger.turn(s, id="T000")
-    for i in range(1, 80):
-        parent = ledger.turn(s, parent, id=f"T{i:03d}", started_at=T0 + i)
-        ledger.message(parent, 1, content=f"question {i}")
-    compaction = ledger.turn(s, parent, id="C", started_at=T0 + 100)
-    ledger.compaction(compaction, "A long chat.", summarized=["T001"], kept=["T079"])
-    ledger.set_head(s, compaction, compaction)
+def test_the_thread_shows_every_folded_turn_on_request(viewer_client, compacted_thread):
     page = viewer_client.get("/sessions/S1/turns/C/thread/").content.decode()
     link = re.search(r'The last 50 of them: <a href="([^"]+)">show all 79</a>', page)[1]
     whole = viewer_client.get("/sessions/S1/turns/C/thread/" + link.replace("&amp;", "&"))
