@@ -145,3 +145,25 @@ def test_demo_siblings_that_share_a_prompt_read_differently(demo_path, viewer_cl
         rows = tree_rows(viewer_client.get(f"/sessions/{session_id}/?unfold=all").content.decode())
         previews = [rows[i]["preview"] for i in ids.split(",")]
         assert len(set(previews)) == len(previews), previews
+
+
+def test_odd_answers_are_shown_as_text(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    root = ledger.turn(s, id="T1")
+    odd = ("<script>alert(1)</script>", b"\x00\xff", 42, None)
+    for n, answer in enumerate(odd):
+        turn = ledger.turn(s, root, id=f"T2{n}")
+        ledger.message(turn, 1, content="Same prompt")
+        if answer is not None:
+            ledger.message(turn, 2, role="assistant", content=answer)
+        else:  # no answer at all, only a call with a numeric name and binary parameters
+            ledger.tool_call(turn, 2, tool_name=7, parameters=b"\x01<b>")
+    ledger.set_head(s, root, turn)
+    response = viewer_client.get("/sessions/S1/")
+    assert response.status_code == 200
+    page = response.content.decode()
+    parse_html(page)
+    assert "<script>alert(1)" not in page and "↳ &lt;script&gt;alert(1)&lt;/script&gt;" in page
+    compare = viewer_client.get("/sessions/S1/compare/?a=T20&b=T23")
+    assert compare.status_code == 200 and "&lt;script&gt;" in compare.content.decode()
+    assert viewer_client.get("/sessions/S1/compare/?a=T21&b=T22").status_code == 200
