@@ -167,3 +167,15 @@ def test_odd_answers_are_shown_as_text(viewer_client, ledger):
     compare = viewer_client.get("/sessions/S1/compare/?a=T20&b=T23")
     assert compare.status_code == 200 and "&lt;script&gt;" in compare.content.decode()
     assert viewer_client.get("/sessions/S1/compare/?a=T21&b=T22").status_code == 200
+
+
+def test_the_json_twin_tells_alternatives_apart_too(viewer_client, ledger):
+    convo = chat_ui_conversation(ledger, seed=5)
+    data = viewer_client.get(f"/sessions/{convo.session['id']}/?format=json").json()
+    turns = {t["id"]: t for t in data["turns"]}
+    for group in convo.siblings():
+        places = sorted(turns[t]["alternative"]["position"] for t in group)
+        assert places == list(range(1, len(group) + 1))
+        assert {turns[t]["alternative"]["count"] for t in group} == {len(group)}
+    lone = next(t for t in convo.turns if not any(t["id"] in g for g in convo.siblings()))
+    assert turns[lone["id"]]["alternative"] is None and turns[lone["id"]]["forks_here"] == []
