@@ -17,7 +17,7 @@ from sessions import compare as comparing
 from sessions import export as exporting
 from sessions import forking, json_twins
 from sessions.calls_html import tool_calls_html
-from sessions.detail import FAILED, TurnInfo, load_tree, turn_info
+from sessions.detail import FAILED, SessionTree, TurnInfo, load_tree, turn_info
 from sessions.failed_turns import failed_walk, first_failed_turn_id
 from sessions.kinds import FORK, KINDS
 from sessions.list_rows import session_rows_html
@@ -91,7 +91,7 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
     return {
         "session": session,
         "tree": session_tree,
-        "child_links": _child_links(session_tree.related.children),
+        "child_links": _child_links(session_tree.related.children, session_tree),
         "tree_page": page,
         "items": page.items,
         "page_error": page_error,
@@ -139,11 +139,16 @@ def _positive_number(query, name: str) -> tuple[int | None, str]:
     return None, f"{name}={text!r} is not a positive whole number: showing the selected turn."
 
 
-def _child_links(children: list[Session]) -> list[dict]:
+def _child_links(children: list[Session], session_tree: SessionTree | None = None) -> list[dict]:
     """The session's subagents and forks, ready to draw: a session may spawn hundreds, and a
     {% url %} tag and a filter each made that list cost more than the rest of the header. The
-    URLs come from one reverse() for all."""
+    URLs come from one reverse() for all. With the tree, a fork also links to its fork point."""
     urls = IdUrls("sessions:detail")
+    made_at = {}
+    if session_tree is not None:
+        turn_urls = IdUrls("sessions:turn", session_tree.session.id)
+        for turn_id, forks in session_tree.forks_at.items():
+            made_at |= {f.id: (turn_id, mark_safe(turn_urls.html(turn_id))) for f in forks}
     return [
         {
             "kind": "Fork" if child.routing_key.startswith(f"{FORK}:") else "Subagent",
@@ -151,6 +156,7 @@ def _child_links(children: list[Session]) -> list[dict]:
             "name": str(child),
             "status": child.status,
             "status_class": css_name(str(child.status)),
+            "made_at": made_at.get(child.id),  # (turn id, its URL) for a fork
         }
         for child in children
     ]

@@ -61,3 +61,13 @@ def test_a_fork_counts_its_inherited_and_own_turns(viewer_client, forked):
     grown = viewer_client.get("/sessions/F2/").content.decode()
     assert "2 inherited · 1 own" in grown
     assert "mark-inherited" in row_of(grown, "T1") and "mark-inherited" not in row_of(grown, "G1")
+
+
+def test_the_origins_header_says_where_each_fork_was_made(viewer_client, forked):
+    page = viewer_client.get("/sessions/O1/").content.decode()
+    made = re.findall(r'Fork: <a href="([^"]+)">[^<]+</a>.*?made at turn <a href="([^"]+)">', page)
+    assert made == [
+        ("/sessions/F2/", "/sessions/O1/turns/T2/"),
+        ("/sessions/F1/", "/sessions/O1/turns/T2/"),
+    ]
+    assert viewer_client.get(made[0][1]).status_code == 200
