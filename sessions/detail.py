@@ -8,7 +8,7 @@ from ledgerweb.text import plain_preview
 from ledgerweb.timestamps import elapsed_ms
 from sessions import tree
 from sessions.alternatives import Alternative, alternatives_of
-from sessions.forking import forks_by_point
+from sessions.forking import fork_point_of, forks_by_point
 from sessions.kinds import FORK, SUBAGENT, RoutingKey, children_prefix
 from sessions.models import Session
 
@@ -82,6 +82,8 @@ class SessionTree:
     alternatives: dict[str, "Alternative"] = field(default_factory=dict)
     # Turns of this tree where forks were made, and those forks (oldest first).
     forks_at: dict[str, list[Session]] = field(default_factory=dict)
+    # A fork's own fork point: the origin's turn it left from (drawn "fork point").
+    fork_point: str | None = None
 
     @property
     def routing(self) -> RoutingKey:
@@ -155,7 +157,10 @@ def _read_tree(session: Session) -> SessionTree:
     forks_at = {
         turn_id: made for turn_id, made in forks_by_point(forks).items() if turn_id in turns
     }
-    return SessionTree(session, turns, layout, related, problems, alternatives_of(layout), forks_at)
+    fork_point = fork_point_of(session) if RoutingKey(session.routing_key).kind == FORK else None
+    return SessionTree(
+        session, turns, layout, related, problems, alternatives_of(layout), forks_at, fork_point
+    )
 
 
 def _session_turns(session_id: str) -> dict[str, TurnInfo]:

@@ -37,7 +37,9 @@ class TreeItem:
     forks_here: int = 0  # forks made at this turn
 
 
-def marks_of(row: Row, turn: TurnInfo, head_id: str | None) -> tuple[str, ...]:
+def marks_of(
+    row: Row, turn: TurnInfo, head_id: str | None, fork_point: str | None = None
+) -> tuple[str, ...]:
     """The words shown next to a turn; colour only repeats them."""
     marks = []
     if row.is_root:
@@ -48,6 +50,8 @@ def marks_of(row: Row, turn: TurnInfo, head_id: str | None) -> tuple[str, ...]:
         marks.append("leaf")
     if turn.inherited:
         marks.append("inherited")
+    if row.node.id == fork_point:
+        marks.append("fork point")  # where this fork left its origin
     if turn.is_compaction:
         marks.append("compaction")
     if turn.status != "completed":
@@ -145,7 +149,7 @@ def tree_page(
                 line,
                 row=row,
                 turn=turn,
-                marks=marks_of(row, turn, head_id),
+                marks=marks_of(row, turn, head_id, session_tree.fork_point),
                 problems=tuple(problems_by_turn.get(row.node.id, ())),
                 parent_id=parent.node.id if parent and not row.is_root else "",
                 first_child_id=row.child_ids[0] if row.child_ids else "",

@@ -98,9 +98,7 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
         "selected_id": selected_id,
         "unfold": unfold,
         # Where a fork left its origin: the header links to that turn of the origin.
-        "fork_point": (
-            forking.fork_point_of(session) if session_tree.routing.kind == FORK else None
-        ),
+        "fork_point": session_tree.fork_point,
         # The "N failed turns" pill opens the first of them.
         "first_failed_id": (
             first_failed_turn_id(session.id) if session_tree.totals["failed_turns"] else None

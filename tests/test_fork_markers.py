@@ -71,3 +71,9 @@ def test_the_origins_header_says_where_each_fork_was_made(viewer_client, forked)
         ("/sessions/F1/", "/sessions/O1/turns/T2/"),
     ]
     assert viewer_client.get(made[0][1]).status_code == 200
+
+
+def test_a_forks_tree_marks_the_turn_it_left_its_origin_from(viewer_client, forked):
+    grown = viewer_client.get("/sessions/F2/").content.decode()
+    assert "mark-fork-point" in row_of(grown, "T2")
+    assert "mark-fork-point" not in row_of(grown, "T1") + row_of(grown, "G1")
