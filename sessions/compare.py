@@ -1,28 +1,55 @@
-"""Two turns side by side from the point where their threads part."""
+"""Two turns side by side from the point where their threads part (issue 16).
 
+The page shows the common ancestor, then each path from there with every turn's prompt and
+answer, then the two chosen turns' answers in full with a word-level diff where they are alike,
+and per side the totals a user weighs branches by. Bounded whatever the ledger: a side shows the
+first and last turns of its path (the middle is counted), and the diff reads the first
+RESPONSE_CHARS characters of each answer, saying when it was cut.
+"""
+
+import re
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 
-from sessions.detail import TurnInfo, add_aggregates
+from ledgerweb import sqlite
+from sessions.alternatives import add_answers
+from sessions.detail import FAILED, TurnInfo, add_aggregates
+from sessions.membership import turn_in_session
+from sessions.models import Session
 from sessions.thread import ancestor_path
+
+RESPONSE_CHARS = 20_000
+EDGE_TURNS = 25  # turns shown at each end of a side's path
+SIMILAR_ENOUGH = 0.3  # below this share of common words, a word diff is noise
+NO_SUCH_TURN = "no such turn in this session"
+
+
+@dataclass
+class Response:
+    """The chosen turn's answer: its assistant messages, in order, cut at RESPONSE_CHARS."""
+
+    prompt: str
+    text: str
+    cut: bool
+    # Word diff against the other side: (kind, words), kind "same", "del" (only on side A)
+    # or "ins" (only on side B). Empty when the answers are too different to diff.
+    diff: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
 class Side:
     turn_id: str
-    turns: list[TurnInfo] = field(default_factory=list)  # after the fork point, in order
     problems: list[str] = field(default_factory=list)
+    first_turns: list[TurnInfo] = field(default_factory=list)  # after the fork point, in order
+    hidden_turns: int = 0  # between first_turns and last_turns, counted only
+    last_turns: list[TurnInfo] = field(default_factory=list)
+    # What the side adds after the fork point. The cost helper adds "cost" here.
+    totals: dict = field(default_factory=dict)
+    response: Response | None = None
 
     @property
-    def tokens(self) -> int:
-        return sum(t.total_tokens for t in self.turns if isinstance(t.total_tokens, int))
-
-    @property
-    def tool_calls(self) -> int:
-        return sum(t.tool_calls for t in self.turns)
-
-    @property
-    def failed(self) -> int:
-        return sum(1 for t in self.turns if t.status == "failed")
+    def found(self) -> bool:
+        return NO_SUCH_TURN not in self.problems
 
 
 @dataclass
@@ -36,17 +63,124 @@ class Comparison:
     def sides(self) -> list[tuple[str, Side]]:
         return [("A", self.a), ("B", self.b)]
 
+    @property
+    def both_found(self) -> bool:
+        return self.a.found and self.b.found
 
-def compare(a_id: str, b_id: str) -> Comparison:
-    path_a, problems_a = ancestor_path(a_id)
-    path_b, problems_b = ancestor_path(b_id)
+
+def compare(session: Session, a_id: str, b_id: str) -> Comparison:
+    path_a, a = _side(session, a_id)
+    path_b, b = _side(session, b_id)
     shared = 0
     while shared < min(len(path_a), len(path_b)) and path_a[shared].id == path_b[shared].id:
         shared += 1
     fork_point = path_a[shared - 1] if shared else None
-    # Previews and tool-call counts for the turns shown: one batch, whatever the path lengths.
-    shown = path_a[shared:] + path_b[shared:] + ([fork_point] if fork_point else [])
-    add_aggregates({t.id: t for t in shown})
-    a = Side(a_id, path_a[shared:], problems_a or ([] if path_a else [f"no turn {a_id}"]))
-    b = Side(b_id, path_b[shared:], problems_b or ([] if path_b else [f"no turn {b_id}"]))
+    for side, path in ((a, path_a), (b, path_b)):
+        _fill(side, path[shared:])
+    # Previews, answers and tool-call counts of the turns shown: one batch for both sides.
+    shown = {t.id: t for s in (a, b) for t in s.first_turns + s.last_turns}
+    if fork_point:
+        shown[fork_point.id] = fork_point
+    add_aggregates(shown)
+    add_answers(shown)
+    if a.found and b.found:
+        a.response, b.response = load_response(a_id), load_response(b_id)
+        add_word_diff(a.response, b.response)
     return Comparison(fork_point, shared, a, b)
+
+
+def _side(session: Session, turn_id: str) -> tuple[list[TurnInfo], Side]:
+    """The turn's path from its root, if the turn is in this session's tree."""
+    side = Side(turn_id)
+    if not turn_in_session(session.id, session.current_turn_id, turn_id):
+        side.problems.append(NO_SUCH_TURN)
+        return [], side
+    path, side.problems = ancestor_path(turn_id)
+    return path, side
+
+
+def _fill(side: Side, after: list[TurnInfo]) -> None:
+    """The side's turns after the fork point: the first and last EDGE_TURNS, and its totals."""
+    if len(after) > 2 * EDGE_TURNS:
+        side.first_turns, side.last_turns = after[:EDGE_TURNS], after[-EDGE_TURNS:]
+        side.hidden_turns = len(after) - 2 * EDGE_TURNS
+    else:
+        side.first_turns = after
+    durations = [t.duration_ms for t in after if t.duration_ms is not None]
+    side.totals = {
+        "turns": len(after),
+        "tokens": sum(t.total_tokens for t in after if isinstance(t.total_tokens, int)),
+        "failed_turns": sum(1 for t in after if t.status == FAILED),
+        "duration_ms": sum(durations) if durations else None,
+    }
+    side.totals["tool_calls"], side.totals["failed_tool_calls"] = _call_counts(after)
+
+
+def _call_counts(turns: list[TurnInfo]) -> tuple[int, int]:
+    """Tool calls of all the side's turns (not only those shown): one query."""
+    if not turns:
+        return 0, 0
+    ids_sql, ids = sqlite.in_list(t.id for t in turns)
+    ((calls, failed),) = sqlite.rows(
+        f"SELECT count(*), coalesce(sum(status = 'failed'), 0) FROM tool_calls"
+        f" WHERE turn_id IN {ids_sql}",
+        ids,
+    )
+    return calls, failed
+
+
+def load_response(turn_id: str) -> Response:
+    """The turn's prompt and its answer (its assistant messages, in order), bounded."""
+    prompt, parts, size = "", [], 0
+    for role, content, length in sqlite.rows(
+        """SELECT role, substr(content, 1, %s), length(content) FROM messages
+           WHERE turn_id = %s ORDER BY sequence, created_at, id LIMIT 200""",
+        [RESPONSE_CHARS, turn_id],
+    ):
+        text = content if isinstance(content, str) else ("" if content is None else str(content))
+        if role == "user" and not prompt:
+            prompt = text[:2_000]
+        elif role == "assistant" and size < RESPONSE_CHARS:
+            parts.append(text)
+            size += length if isinstance(length, int) else len(text)
+    text = "\n\n".join(parts)
+    return Response(prompt, text[:RESPONSE_CHARS], size > RESPONSE_CHARS)
+
+
+_WORDS = re.compile(r"\S+\s*|\s+")
+
+
+def add_word_diff(a: Response, b: Response) -> None:
+    """Mark the words only one answer has, when the answers are alike enough to read a diff."""
+    words_a, words_b = _WORDS.findall(a.text), _WORDS.findall(b.text)
+    if not words_a or not words_b or a.text == b.text:
+        return
+    matcher = SequenceMatcher(None, words_a, words_b, autojunk=False)
+    if matcher.ratio() < SIMILAR_ENOUGH:
+        return
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            a.diff.append(("same", "".join(words_a[i1:i2])))
+            b.diff.append(("same", "".join(words_b[j1:j2])))
+            continue
+        if i2 > i1:
+            a.diff.append(("del", "".join(words_a[i1:i2])))
+        if j2 > j1:
+            b.diff.append(("ins", "".join(words_b[j1:j2])))
+
+
+# Candidates offered by "compare with…": enough to choose from, bounded in any tree.
+PICK_LIMIT = 100
+
+
+def candidates(session_tree, exclude: str) -> list[TurnInfo]:
+    """The session's leaves and branch points, newest first: where branches end and part."""
+    rows = [
+        r
+        for r in session_tree.layout.rows
+        if (r.is_leaf or len(r.child_ids) > 1) and r.node.id != exclude
+    ]
+    rows.sort(key=lambda r: (r.on_head_path, str(r.node.started_at)), reverse=True)
+    picked = {r.node.id: r.node.data for r in rows[:PICK_LIMIT]}
+    add_answers(picked)
+    return list(picked.values())

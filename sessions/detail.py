@@ -7,6 +7,8 @@ from ledgerweb.db import ledger_path_of
 from ledgerweb.text import plain_preview
 from ledgerweb.timestamps import elapsed_ms
 from sessions import tree
+from sessions.alternatives import Alternative, alternatives_of
+from sessions.forking import fork_point_of, forks_by_point
 from sessions.kinds import FORK, SUBAGENT, RoutingKey, children_prefix
 from sessions.models import Session
 
@@ -38,6 +40,7 @@ class TurnInfo:
     preview: str = ""
     compaction_summary: str | None = None
     inherited: bool = False  # a turn of the origin session, above a fork's own turns
+    answer: str = ""  # read only for turns with siblings (sessions/alternatives.py)
 
     @property
     def duration_ms(self) -> int | None:
@@ -75,6 +78,12 @@ class SessionTree:
     layout: tree.Layout
     related: Related
     problems: list[tree.Problem]
+    # Turns with siblings, and their place among them (sessions/alternatives.py).
+    alternatives: dict[str, "Alternative"] = field(default_factory=dict)
+    # Turns of this tree where forks were made, and those forks (oldest first).
+    forks_at: dict[str, list[Session]] = field(default_factory=dict)
+    # A fork's own fork point: the origin's turn it left from (drawn "fork point").
+    fork_point: str | None = None
 
     @property
     def routing(self) -> RoutingKey:
@@ -143,7 +152,15 @@ def _read_tree(session: Session) -> SessionTree:
     layout = tree.layout(nodes, head_id=head)
     problems += layout.problems
     problems += _structure_problems(session, turns, layout)
-    return SessionTree(session, turns, layout, _related(session), problems)
+    related = _related(session)
+    forks = [c for c in related.children if RoutingKey(c.routing_key).kind == FORK]
+    forks_at = {
+        turn_id: made for turn_id, made in forks_by_point(forks).items() if turn_id in turns
+    }
+    fork_point = fork_point_of(session) if RoutingKey(session.routing_key).kind == FORK else None
+    return SessionTree(
+        session, turns, layout, related, problems, alternatives_of(layout), forks_at, fork_point
+    )
 
 
 def _session_turns(session_id: str) -> dict[str, TurnInfo]:

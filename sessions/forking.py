@@ -5,9 +5,11 @@ import random
 
 from django.db import transaction
 
+from ledgerweb import sqlite
 from ledgerweb.db import LEDGER_WRITE
 from ledgerweb.timestamps import now_ms
 from ledgerweb.ulid import UlidFactory
+from sessions.kinds import FORK, children_prefix
 from sessions.models import Session, Turn
 
 _ids = UlidFactory(random.SystemRandom())
@@ -37,3 +39,45 @@ def fork_session(origin: Session, turn_id: str, label: str) -> Session:
             status="active",
             source_event_id=None,
         )
+
+
+def fork_point_of(fork: Session) -> str | None:
+    """The turn of the origin a fork was made at (see forks_by_point)."""
+    points = forks_by_point([fork])
+    return next(iter(points), None)
+
+
+def forks_by_point(forks: list[Session]) -> dict[str, list[Session]]:
+    """Where each fork was made: the origin's turn its own turns hang from, or, while it has
+    none, its head (a fresh fork's head is the fork point). One query for all the forks."""
+    if not forks:
+        return {}
+    ids_sql, ids = sqlite.in_list(f.id for f in forks)
+    # The earliest own turn whose parent is not the fork's own marks where the fork left.
+    attached = {}
+    for session_id, parent_id in sqlite.rows(
+        f"""SELECT t.session_id, t.parent_turn_id FROM turns t
+            WHERE t.session_id IN {ids_sql} AND t.parent_turn_id IS NOT NULL
+              AND NOT EXISTS (SELECT 1 FROM turns p
+                              WHERE p.id = t.parent_turn_id AND p.session_id = t.session_id)
+            ORDER BY t.started_at DESC, t.id DESC""",
+        ids,
+    ):
+        attached[session_id] = parent_id  # the earliest wins: the rows come latest first
+    points: dict[str, list[Session]] = {}
+    for fork in forks:
+        point = attached.get(fork.id, fork.current_turn_id)
+        if point:
+            points.setdefault(point, []).append(fork)
+    return points
+
+
+def forks_made_at(origin: Session, turn_id: str) -> list[Session]:
+    """The forks of `origin` made at one of its turns (the turn panel lists them)."""
+    low, high = children_prefix(FORK, origin.id)
+    forks = list(
+        Session.objects.filter(routing_key__gte=low, routing_key__lt=high).order_by("created_at")[
+            :200
+        ]
+    )
+    return forks_by_point(forks).get(turn_id, [])

@@ -75,9 +75,20 @@ def session_detail(session_tree: SessionTree, number: int, page_url: Callable[[i
                 "is_root": row.is_root,
                 "is_head": row.is_head,
                 "is_leaf": row.is_leaf,
+                **_alternatives(session_tree, row.node.id),
             }
             for row in rows[start : start + JSON_PAGE_TURNS]
         ],
+    }
+
+
+def _alternatives(session_tree: SessionTree, turn_id: str) -> dict:
+    """A turn's place among its siblings (with its answer) and the forks made at it."""
+    alt = session_tree.alternatives.get(turn_id)
+    return {
+        "alternative": asdict(alt) if alt else None,
+        "answer": session_tree.turns[turn_id].answer if alt else None,
+        "forks_here": [f.id for f in session_tree.forks_at.get(turn_id, ())],
     }
 
 

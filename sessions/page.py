@@ -3,6 +3,7 @@ one page of rows at a time."""
 
 from dataclasses import dataclass
 
+from sessions.alternatives import Alternative
 from sessions.detail import SessionTree, TurnInfo
 from sessions.gutter import Gutter, Gutters
 from sessions.tree import Fold, Layout, Row, fold_straight_runs
@@ -31,9 +32,14 @@ class TreeItem:
     first_child_id: str = ""
     next_sibling_id: str = ""
     selected: bool = False
+    alternative: Alternative | None = None  # its place among its siblings, if it has any
+    branch_label: str = ""  # on a branch point: "3 answers" (regenerations) or "2 branches"
+    forks_here: int = 0  # forks made at this turn
 
 
-def marks_of(row: Row, turn: TurnInfo, head_id: str | None) -> tuple[str, ...]:
+def marks_of(
+    row: Row, turn: TurnInfo, head_id: str | None, fork_point: str | None = None
+) -> tuple[str, ...]:
     """The words shown next to a turn; colour only repeats them."""
     marks = []
     if row.is_root:
@@ -44,6 +50,8 @@ def marks_of(row: Row, turn: TurnInfo, head_id: str | None) -> tuple[str, ...]:
         marks.append("leaf")
     if turn.inherited:
         marks.append("inherited")
+    if row.node.id == fork_point:
+        marks.append("fork point")  # where this fork left its origin
     if turn.is_compaction:
         marks.append("compaction")
     if turn.status != "completed":
@@ -141,15 +149,28 @@ def tree_page(
                 line,
                 row=row,
                 turn=turn,
-                marks=marks_of(row, turn, head_id),
+                marks=marks_of(row, turn, head_id, session_tree.fork_point),
                 problems=tuple(problems_by_turn.get(row.node.id, ())),
                 parent_id=parent.node.id if parent and not row.is_root else "",
                 first_child_id=row.child_ids[0] if row.child_ids else "",
                 next_sibling_id=_next_sibling_of(row, parent, next_sibling),
                 selected=row.node.id == selected_id,
+                alternative=session_tree.alternatives.get(row.node.id),
+                branch_label=branch_label(row, session_tree.alternatives),
+                forks_here=len(session_tree.forks_at.get(row.node.id, ())),
             )
         )
     return TreePage(items, start + 1, len(shown), per_page)
+
+
+def branch_label(row: Row, alternatives: dict[str, Alternative]) -> str:
+    """What a branch point's children are: answers to one prompt (regenerations, retries), or
+    branches (an edited prompt makes a branch of its own)."""
+    count = len(row.child_ids)
+    if count < 2:
+        return ""
+    same = all(alternatives[k].same_prompt for k in row.child_ids if k in alternatives)
+    return f"{count} answers" if same else f"{count} branches"
 
 
 def _position_of(shown: list[Row | Fold], turn_id: str | None) -> int:

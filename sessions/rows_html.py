@@ -17,6 +17,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from ledgerweb.html_parts import IdUrls, css_name, escape
 from ledgerweb.templatetags.ledger import duration, short_model, tokens
+from sessions.alternatives import Alternative
 from sessions.gutter import Gutter
 from sessions.page import TreeItem
 
@@ -109,13 +110,52 @@ def _calls(count: int, failed: int) -> str:
     )
 
 
+@lru_cache(maxsize=256)
+def _branch(label: str) -> str:
+    if not label:
+        return ""
+    return f'<span class="mark mark-branch" title="A branch point: {label} follow">{label}</span>'
+
+
+@lru_cache(maxsize=64)
+def _forks(count: int) -> str:
+    if not count:
+        return ""
+    title = "Sessions were forked from this turn: open it to see them"
+    return f'<span class="mark mark-forked" title="{title}">forked {count}× here</span>'
+
+
+@lru_cache(maxsize=1024)
+def _alternative(alt: Alternative | None) -> str:
+    if alt is None:
+        return ""
+    head = " on-head-path" if alt.on_head_path else ""
+    title = f"alternative {alt.position} of {alt.count}" + (", the head's branch" if head else "")
+    return f'<span class="alt{head}" title="{title}">{alt.position}/{alt.count}</span>'
+
+
+def _preview(t, alt: Alternative | None) -> str:
+    """The row's line: the prompt; the answer where a sibling asks the same (regenerations)."""
+    if t.is_compaction:
+        return f'<span class="preview">{escape(t.compaction_summary)}</span>'
+    prompt = t.preview or "(no message)"
+    if alt is None:
+        return f'<span class="preview">{escape(prompt)}</span>'
+    title = escape(f"{prompt}\n↳ {t.answer or '(no answer)'}")
+    if alt.same_prompt:
+        return (
+            f'<span class="preview answer" title="{title}">↳ {escape(t.answer or "(no answer)")}'
+            "</span>"
+        )
+    return f'<span class="preview" title="{title}">{escape(prompt)}</span>'
+
+
 def _row(item: TreeItem, url: str, gutter_svg: str, model_html: str) -> str:
     """One turn; `url`, `gutter_svg` and `model_html` are HTML already."""
     t = item.turn
     classes = (
         "tree-row" + (" selected" if item.selected else "") + (" inherited" if t.inherited else "")
     )
-    preview = t.compaction_summary if t.is_compaction else (t.preview or "(no message)")
     turn_id = escape(t.id)
     return (
         f'<a class="{classes}" id="turn-{turn_id}" href="{url}" hx-get="{url}" '
@@ -124,8 +164,9 @@ def _row(item: TreeItem, url: str, gutter_svg: str, model_html: str) -> str:
         f'data-sibling="{escape(item.next_sibling_id)}" data-line="{item.line}"'
         f"{' aria-current="true"' if item.selected else ''}>"
         f"{gutter_svg}"
-        f'<span class="marks">{_marks(item.marks)}{_problems(item.problems)}</span>'
-        f'<span class="preview">{escape(preview)}</span>'
+        f'<span class="marks">{_marks(item.marks)}{_problems(item.problems)}'
+        f"{_branch(item.branch_label)}{_forks(item.forks_here)}</span>"
+        f"{_alternative(item.alternative)}{_preview(t, item.alternative)}"
         f'<span class="facts">{model_html}{_tokens(t.total_tokens)}'
         f"{_calls(t.tool_calls, t.failed_tool_calls)}"
         f'<span class="num">{escape(duration(t.duration_ms))}</span>'

@@ -17,7 +17,7 @@ from sessions import compare as comparing
 from sessions import export as exporting
 from sessions import forking, json_twins
 from sessions.calls_html import tool_calls_html
-from sessions.detail import FAILED, TurnInfo, load_tree, turn_info
+from sessions.detail import FAILED, SessionTree, TurnInfo, load_tree, turn_info
 from sessions.failed_turns import failed_walk, first_failed_turn_id
 from sessions.kinds import FORK, KINDS
 from sessions.list_rows import session_rows_html
@@ -91,12 +91,14 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
     return {
         "session": session,
         "tree": session_tree,
-        "child_links": _child_links(session_tree.related.children),
+        "child_links": _child_links(session_tree.related.children, session_tree),
         "tree_page": page,
         "items": page.items,
         "page_error": page_error,
         "selected_id": selected_id,
         "unfold": unfold,
+        # Where a fork left its origin: the header links to that turn of the origin.
+        "fork_point": session_tree.fork_point,
         # The "N failed turns" pill opens the first of them.
         "first_failed_id": (
             first_failed_turn_id(session.id) if session_tree.totals["failed_turns"] else None
@@ -135,11 +137,16 @@ def _positive_number(query, name: str) -> tuple[int | None, str]:
     return None, f"{name}={text!r} is not a positive whole number: showing the selected turn."
 
 
-def _child_links(children: list[Session]) -> list[dict]:
+def _child_links(children: list[Session], session_tree: SessionTree | None = None) -> list[dict]:
     """The session's subagents and forks, ready to draw: a session may spawn hundreds, and a
     {% url %} tag and a filter each made that list cost more than the rest of the header. The
-    URLs come from one reverse() for all."""
+    URLs come from one reverse() for all. With the tree, a fork also links to its fork point."""
     urls = IdUrls("sessions:detail")
+    made_at = {}
+    if session_tree is not None:
+        turn_urls = IdUrls("sessions:turn", session_tree.session.id)
+        for turn_id, forks in session_tree.forks_at.items():
+            made_at |= {f.id: (turn_id, mark_safe(turn_urls.html(turn_id))) for f in forks}
     return [
         {
             "kind": "Fork" if child.routing_key.startswith(f"{FORK}:") else "Subagent",
@@ -147,6 +154,7 @@ def _child_links(children: list[Session]) -> list[dict]:
             "name": str(child),
             "status": child.status,
             "status_class": css_name(str(child.status)),
+            "made_at": made_at.get(child.id),  # (turn id, its URL) for a fork
         }
         for child in children
     ]
@@ -191,15 +199,34 @@ def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
         # (Un)folding or another page: the tree alone.
         return _render_with_rows(request, "sessions/detail.html#tree", ctx)
     if ctx["selected_id"]:
-        ctx |= _turn_context(session, ctx["selected_id"], ctx["tree"].turns[ctx["selected_id"]])
+        ctx |= _tree_turn_context(session, ctx, ctx["selected_id"])
         ctx |= _panel_html(ctx)
     return _render_with_rows(request, "sessions/detail.html", ctx)
 
 
-def _turn_context(session: Session, turn_id: str, info: TurnInfo | None) -> dict:
+def _turn_context(
+    session: Session, turn_id: str, info: TurnInfo | None, forks: list[Session] | None = None
+) -> dict:
+    """The panel's data. `forks`: the forks made at this turn, when the tree has them already."""
     detail = load_turn_detail(session.id, turn_id)
     walk = failed_walk(session.id, turn_id) if info and info.status == FAILED else None
-    return {"turn": info, "detail": detail, "turn_id": turn_id, "failed_walk": walk}
+    if forks is None:
+        forks = forking.forks_made_at(session, turn_id)
+    return {
+        "turn": info,
+        "detail": detail,
+        "turn_id": turn_id,
+        "failed_walk": walk,
+        "forks_here": _child_links(forks),
+    }
+
+
+def _tree_turn_context(session: Session, ctx: dict, turn_id: str) -> dict:
+    """_turn_context for a page that drew the tree: its turn and forks are read already."""
+    session_tree = ctx["tree"]
+    return _turn_context(
+        session, turn_id, session_tree.turns[turn_id], session_tree.forks_at.get(turn_id, [])
+    )
 
 
 def _panel_html(ctx: dict) -> dict:
@@ -226,7 +253,7 @@ def turn_detail(request: HttpRequest, session_id: str, turn_id: str) -> HttpResp
     ctx = _session_context(request, session, turn_id)
     if turn_id not in ctx["tree"].turns:
         raise Http404(f"No turn {turn_id!r} in session {session_id!r}")
-    ctx |= _turn_context(session, turn_id, ctx["tree"].turns[turn_id])
+    ctx |= _tree_turn_context(session, ctx, turn_id)
     if wants_json(request):
         # Scripts get every payload, also those a long list loads only when a call is opened.
         add_payloads([c for c in ctx["detail"].tool_calls if c.parameters is None], turn_id)
@@ -266,6 +293,8 @@ def thread(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     if strict(request.GET, "all", choice("1", "0")) == "1":
         # The old "whole thread" address: the thread now comes in pages, from the root.
         return redirect(_thread_page_url(request, session.id, turn_id, 1, drop="all"))
+    # ?folded=all: every turn a compaction folded away on this page, not only the last 50.
+    folded_all = strict(request.GET, "folded", choice("all")) == "all"
     number, page_error = _positive_number(request.GET, "page")
     the_thread = load_thread(turn_id, page_size=THREAD_PAGE_TURNS, page=number)
     if the_thread is None:
@@ -279,6 +308,7 @@ def thread(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     ctx = {
         "session": session,
         "thread": the_thread,
+        "folded_all": folded_all,
         "page_error": page_error,
         "can_fork": request.user.has_perm("conversations.fork_session"),
         "turn_id": turn_id,
@@ -324,11 +354,14 @@ def export(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
 def compare(request: HttpRequest, session_id: str) -> HttpResponse:
     session = _get_session(session_id)
     a, b = strict(request.GET, "a", text, ""), strict(request.GET, "b", text, "")
-    result = comparing.compare(a, b) if a and b else None
+    result = comparing.compare(session, a, b) if a and b else None
     if wants_json(request):
         if result is None:
             return JsonResponse({"error": "choose two turns: ?a=<turn id>&b=<turn id>"}, status=400)
         return JsonResponse(asdict(result), safe=False)
-    return render(
-        request, "sessions/compare.html", {"session": session, "a": a, "b": b, "result": result}
-    )
+    ctx = {"session": session, "a": a, "b": b, "result": result}
+    if result is None:
+        # "Compare with…": the session's leaves and branch points, to pick without typing ids.
+        ctx["pick"] = "b" if a else "a"
+        ctx["candidates"] = comparing.candidates(load_tree(session), exclude=a or b)
+    return render(request, "sessions/compare.html", ctx)

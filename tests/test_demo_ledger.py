@@ -149,6 +149,19 @@ def test_a_failed_turn_is_retried_from_its_parent(db):
     assert retried > 0
 
 
+def test_a_retry_re_sends_the_failed_turns_prompt(db):
+    # Regenerations look like this in real agents: siblings asking the same (issue 16).
+    same = value(
+        db,
+        """SELECT count(*) FROM turns f JOIN turns r
+               ON r.parent_turn_id = f.parent_turn_id AND r.id != f.id
+           JOIN messages mf ON mf.turn_id = f.id AND mf.role = 'user' AND mf.sequence = 1
+           JOIN messages mr ON mr.turn_id = r.id AND mr.role = 'user' AND mr.sequence = 1
+           WHERE f.status = 'failed' AND mf.content = mr.content""",
+    )
+    assert same > 10
+
+
 def test_every_turn_status_appears(db):
     statuses = Counter(dict(rows(db, "SELECT status, count(*) FROM turns GROUP BY status")))
     assert set(statuses) == {"completed", "failed", "pending", "streaming"}

@@ -52,7 +52,7 @@ REFUSED = {
     "/pipeline/": ("refresh",),
     "/sessions/S1/": ("unfold",),
     "/sessions/S1/turns/T1/": ("unfold",),
-    "/sessions/S1/turns/T1/thread/": ("all",),
+    "/sessions/S1/turns/T1/thread/": ("all", "folded"),
     "/sessions/S1/turns/T1/export.json": ("download",),
     "/sessions/S1/compare/": ("a", "b"),
 }

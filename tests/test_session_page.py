@@ -238,8 +238,9 @@ def test_ids_with_slashes_and_percent_signs_round_trip_through_urls(viewer_clien
     assert f'href="{url}turns/turn%252F1/"' in page.content.decode()
 
 
-def test_the_session_page_runs_as_many_queries_for_300_turns_as_for_3(viewer_client, ledger):
-    for session_id, size in (("SMALL", 3), ("BIG", 300)):
+def test_the_session_page_runs_as_many_queries_for_300_turns_as_for_8(viewer_client, ledger):
+    # Both trees branch (every 7th turn goes back to the root): siblings' answers are one read.
+    for session_id, size in (("SMALL", 8), ("BIG", 300)):
         s = ledger.session(id=session_id)
         parent = root = ledger.turn(s, id=f"{session_id}-0")
         for i in range(1, size):
@@ -254,7 +255,7 @@ def test_the_session_page_runs_as_many_queries_for_300_turns_as_for_3(viewer_cli
         with CaptureQueriesContext(connections[LEDGER]) as queries:
             assert viewer_client.get(f"/sessions/{session_id}/").status_code == 200
         counts[session_id] = len(queries)
-    assert counts["SMALL"] == counts["BIG"] <= 18  # 16 reads + savepoint and release
+    assert counts["SMALL"] == counts["BIG"] <= 19  # 17 reads + savepoint and release
 
 
 # -- The rows, built in Python (sessions/rows_html.py) ------------------------------------------

@@ -1,6 +1,7 @@
 """The turn panel, the thread and fork point, the fork itself, the export and the comparison."""
 
 import json
+import re
 
 import pytest
 from builders import LEDGER_DB, T0, parse_fragment, parse_html
@@ -387,25 +388,29 @@ def test_the_export_is_a_replayable_transcript(viewer_client, convo):
 def test_compare_finds_the_fork_point_and_both_paths(viewer_client, convo):
     data = viewer_client.get("/sessions/S1/compare/?a=T2&b=T2b&format=json").json()
     assert data["fork_point"]["id"] == "T1"
-    assert [t["id"] for t in data["a"]["turns"]] == ["T2"]
-    assert [t["id"] for t in data["b"]["turns"]] == ["T2b"]
+    assert [t["id"] for t in data["a"]["first_turns"]] == ["T2"]
+    assert [t["id"] for t in data["b"]["first_turns"]] == ["T2b"]
     page = viewer_client.get("/sessions/S1/compare/?a=T2&b=T2b").content.decode()
     parse_html(page)
     assert "They share 1 turn and part after" in page
 
 
-def test_a_thread_after_a_compaction_lists_only_the_latest_folded_turns(viewer_client, ledger):
+@pytest.fixture
+def compacted_thread(ledger):
+    """80 turns in a line, then a compaction C that kept only the last of them (T079)."""
     s = ledger.session(id="S1")
     parent = ledger.turn(s, id="T000")
     for i in range(1, 80):
         parent = ledger.turn(s, parent, id=f"T{i:03d}", started_at=T0 + i)
         ledger.message(parent, 1, content=f"question {i}")
     compaction = ledger.turn(s, parent, id="C", started_at=T0 + 100)
-    ledger.conn.execute(
-        "INSERT INTO compactions (turn_id, summary, summarized_turn_ids, kept_turn_ids,"
-        " created_at) VALUES ('C', 'A long chat.', '[]', '[\"T079\"]', 0)"
-    )
+    ledger.compaction(compaction, "A long chat.", kept=["T079"])
     ledger.set_head(s, compaction, compaction)
+
+
+def test_a_thread_after_a_compaction_lists_only_the_latest_folded_turns(
+    viewer_client, compacted_thread
+):
     page = viewer_client.get("/sessions/S1/turns/C/thread/").content.decode()
     assert "79 turns folded into the compaction summary" in page
     assert "The last 50 of them" in page
@@ -434,3 +439,29 @@ def test_a_long_thread_page_shows_the_turns_nearest_the_fork_point(viewer_client
     first = first.content.decode()
     assert "question number 0000" in first and "question number 0005" not in first
     assert "earlier turn" not in first and "200 later turns" in first
+
+
+def test_the_thread_shows_every_folded_turn_on_request(viewer_client, compacted_thread):
+    page = viewer_client.get("/sessions/S1/turns/C/thread/").content.decode()
+    link = re.search(r'The last 50 of them: <a href="([^"]+)">show all 79</a>', page)[1]
+    whole = viewer_client.get("/sessions/S1/turns/C/thread/" + link.replace("&amp;", "&"))
+    whole = whole.content.decode()
+    parse_html(whole)
+    assert "question 1 <" in whole and "question 78" in whole and "show all" not in whole
+    assert "From here the model sees this summary, the 1 turn it kept" in whole
+
+
+def test_a_thread_whose_context_cannot_be_rebuilt_says_why_it_cannot_be_forked(
+    client, operator, ledger
+):
+    s = ledger.session(id="S1")
+    orphan = ledger.turn(s, {"id": "gone"}, id="T1")
+    whole = ledger.turn(s, id="T2")
+    ledger.set_head(s, whole, orphan)
+    client.force_login(operator)
+    page = client.get("/sessions/S1/turns/T1/thread/").content.decode()
+    assert "context cannot be rebuilt whole" in page
+    button = r'<button type="submit" class="primary"\s+disabled aria-describedby="fork-broken"'
+    assert re.search(button, page)
+    fine = client.get("/sessions/S1/turns/T2/thread/").content.decode()
+    assert "cannot be rebuilt" not in fine and "disabled" not in fine

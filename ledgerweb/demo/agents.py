@@ -129,6 +129,8 @@ def _write_turns(ctx: DemoContext, session: SessionInfo, plans: list[TurnPlan], 
         turn_id = ctx.ulid.new(start)
         ids.append(turn_id)
         parent_id = ids[plan.parent] if plan.parent is not None else attach_to
+        if plan.retry_of is not None:
+            plan.prompt = plans[plan.retry_of].prompt
         state = head_state if (i == last and head_state) else plan.status
         if plan.compaction:
             record = _write_compaction(ctx, session, plan, turn_id, parent_id, start, end, ids)
@@ -199,7 +201,9 @@ def _write_content(ctx: DemoContext, session: SessionInfo, plan: TurnPlan, turn_
     if is_root and rng.random() < 0.4:
         _message(ctx, turn_id, "system", SYSTEM_PROMPTS[persona], 0, start)
     first = session.first_prompt if is_root and session.first_prompt else None
-    _message(ctx, turn_id, "user", first or ctx.content.user_message(persona), 1, start + 1)
+    drawn = first or ctx.content.user_message(persona)  # drawn even for a retry: same dice after
+    plan.prompt = plan.prompt or drawn  # a retry re-sends the failed turn's prompt
+    _message(ctx, turn_id, "user", plan.prompt, 1, start + 1)
     sequence = 2
     if plan.two_user_messages:
         _message(ctx, turn_id, "user", ctx.content.user_message(persona), 2, start + 2)

@@ -49,6 +49,8 @@ class TurnPlan:
     completion_tokens: int = 0
     duration: int = 0
     compaction: tuple[list[int], list[int], str] | None = None  # summarised, kept, trigger
+    retry_of: int | None = None  # the failed turn this one retries (it re-sends its prompt)
+    prompt: str = ""  # the user's message, once written (a retry starts with the failed one's)
 
 
 @dataclass(frozen=True)
@@ -68,8 +70,10 @@ def plan_turns(rng: random.Random, options: PlanOptions) -> list[TurnPlan]:
     plans: list[TurnPlan] = []
     threshold = rng.randint(26, 34)
     for k in range(options.n_turns):
+        retry_of = len(plans) - 1 if plans and plans[-1].status == "failed" else None
         parent = _choose_parent(rng, plans, options.rewinds)
         plan = _normal_turn(rng, options, plans, parent, k)
+        plan.retry_of = retry_of
         plans.append(plan)
         is_last = k == options.n_turns - 1
         long_branch = plan.segment >= threshold or (

@@ -139,6 +139,20 @@
     var at = row.getBoundingClientRect();
     if (at.top < 0 || at.bottom > window.innerHeight) row.scrollIntoView({ block: "nearest" });
   }
+  // Shift-click a second row: compare that turn with the selected one (the compare page).
+  // Capturing, so the row's own htmx click (open its panel) never runs.
+  document.addEventListener("click", function (event) {
+    if (!event.shiftKey || !event.target.closest) return;
+    var row = event.target.closest(".tree-row[data-turn]");
+    var tree = row && row.closest(".tree");
+    var chosen = tree && tree.querySelector(".tree-row.selected");
+    if (!chosen || chosen === row || !tree.dataset.compareUrl) return;
+    event.preventDefault();
+    event.stopPropagation();
+    window.location.href = tree.dataset.compareUrl + "?a=" + encodeURIComponent(chosen.dataset.turn) +
+      "&b=" + encodeURIComponent(row.dataset.turn);
+  }, true);
+
   document.addEventListener("DOMContentLoaded", function () {
     var tree = document.querySelector(".tree");
     if (tree) showStart(tree);
