@@ -95,8 +95,19 @@ def _plain_paragraphs(text: str) -> str | None:
     return "".join(f"<p>{html_escape(p, quote=False)}</p>\n" for p in paragraphs if p)
 
 
+def as_text(value) -> str:
+    """A TEXT column's value as text, whatever SQLite holds there: a BLOB is decoded as the
+    UTF-8 it most likely is (bad bytes as U+FFFD), 42 or 4.2 as written, NULL as nothing."""
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return value if isinstance(value, str) else str(value)
+
+
 def render_markdown(text: str) -> str:
     """Markdown to HTML, then sanitized (nh3): no script, no event handlers, no javascript: URLs."""
+    text = as_text(text)
     plain = _plain_paragraphs(text or "")
     if plain is not None:
         return plain

@@ -85,6 +85,19 @@ def test_markdown_is_rendered_and_script_is_not(viewer_client, ledger):
     assert "<script>alert(2)" not in page
 
 
+def test_a_message_stored_as_a_blob_or_a_number_is_shown_as_text(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    ledger.message(t, 1, role="user", content=b"bytes \xff <b>here</b>")
+    ledger.message(t, 2, role="assistant", content=42)
+    ledger.set_head(s, t, t)
+    for url in ("/sessions/S1/turns/T1/", "/sessions/S1/turns/T1/thread/"):
+        page = viewer_client.get(url)
+        assert page.status_code == 200, url
+        body = page.content.decode()
+        assert "bytes \ufffd" in body and "<b>here</b>" not in body, url
+
+
 def test_a_json_string_result_is_shown_as_its_text(viewer_client, ledger):
     s = ledger.session(id="S1")
     t = ledger.turn(s, id="T1")

@@ -6,7 +6,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
-from ledgerweb.text import render_markdown
+from ledgerweb.text import as_text, render_markdown
 from ledgerweb.timestamps import looks_like_seconds, ms_to_datetime
 
 register = template.Library()
@@ -62,6 +62,9 @@ def _relative(when) -> str:
     if when <= now:
         return f"{timesince(when, now, depth=1)} ago"
     return f"in {timesince(now, when, depth=1)}"
+
+
+register.filter("as_text", as_text)  # before |truncatechars, which would show b'…' for a BLOB
 
 
 @register.filter
