@@ -18,3 +18,7 @@ STATIC_ROOT = None  # tests serve static files from the finders; nothing is coll
 DATABASES["default"]["TEST"] = {  # noqa: F405
     "NAME": os.path.join(tempfile.gettempdir(), f"ledgerweb-test-django-{os.getpid()}.sqlite3")
 }
+# The live server's threads may still be writing (chart rollups, the search index) when the next
+# browser test sets up its users; on a loaded 2-core machine that outlasted the 5 s busy wait
+# ("database is locked" at setup). Tests wait longer rather than fail.
+DATABASES["default"]["OPTIONS"] = DATABASES["default"]["OPTIONS"] | {"timeout": 30}  # noqa: F405
