@@ -3,9 +3,7 @@ turn remembers (seeds/004: "a turn viewed with all its ancestry")."""
 
 from dataclasses import dataclass, field
 
-from django.conf import settings
-
-from ledgerweb import sqlite
+from ledgerweb import prices, sqlite
 from ledgerweb.text import parse_json, plain_preview
 from sessions.detail import TURN_COLUMNS, TurnInfo, add_aggregates
 
@@ -127,15 +125,8 @@ class Thread:
 
 
 def context_window_of(model: str | None) -> int | None:
-    """The context window of a model from settings.MODEL_CONTEXT_WINDOWS: exact name first, then
-    the longest known prefix (so dated versions of a model share its window)."""
-    if not model:
-        return None
-    windows = settings.MODEL_CONTEXT_WINDOWS
-    if model in windows:
-        return windows[model]
-    prefixes = [name for name in windows if model.startswith(name)]
-    return windows[max(prefixes, key=len)] if prefixes else None
+    """The context window of a model: MODEL_CONTEXT_WINDOWS, else genai-prices' model data."""
+    return prices.context_window_of(model)
 
 
 def ancestor_path(turn_id: str) -> tuple[list[TurnInfo], list[str]]:

@@ -1,0 +1,144 @@
+"""Costs as pages show them: one turn's, or a sum over many with the unpriced ones counted apart.
+
+A cost is either exact (the turn's billed usage is known: the optional turn_usage table) or an
+estimate, marked "≈": the ledger's prompt tokens (the context of the turn's last model call)
+priced as uncached input for one call, plus the completion tokens. A model without a known
+price is never $0: it is counted ("12 turns of 2 unpriced models").
+"""
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from ledgerweb import prices
+from ledgerweb.prices import TokenUsage
+
+ESTIMATE_NOTE = (
+    "≈ estimate: prompt tokens (the context of the turn's last model call) priced as uncached "
+    "input of one call, plus completion tokens; cache reads and writes are not in the ledger"
+)
+
+
+def token_count(value) -> int:
+    """A token count as the ledger may hold it (REAL, text, junk): a whole number ≥ 0."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int | float):
+        return max(int(value), 0) if value == value and abs(value) != float("inf") else 0
+    if isinstance(value, str):
+        try:
+            return token_count(float(value))
+        except ValueError:
+            return 0
+    return 0
+
+
+def estimated_usage(prompt_tokens, completion_tokens) -> TokenUsage | None:
+    """The ≈ usage of a turn from the ledger's own columns; None when it has no token counts."""
+    if prompt_tokens is None and completion_tokens is None:
+        return None
+    return TokenUsage(input=token_count(prompt_tokens), output=token_count(completion_tokens))
+
+
+@dataclass(frozen=True)
+class TurnCost:
+    amount: Decimal | None  # None: the model has no price, or the turn no tokens
+    estimated: bool
+    model: str | None
+    priced: bool  # False: tokens of a model without a known price
+
+    @property
+    def label(self) -> str:
+        return format_cost(self.amount, self.estimated) if self.priced else "no price"
+
+
+def turn_cost(model, at_ms, usage: TokenUsage | None, *, exact: bool) -> TurnCost | None:
+    """One turn's cost; None when the turn has no tokens to price."""
+    if usage is None:
+        return None
+    amount = prices.cost(model, at_ms, usage)
+    name = model if isinstance(model, str) else None
+    return TurnCost(amount, not exact, name, amount is not None)
+
+
+@dataclass
+class CostSum:
+    """The cost of many turns (or requests): priced ones summed, unpriced ones counted apart."""
+
+    amount: Decimal = Decimal(0)
+    priced: int = 0
+    estimated: int = 0  # of the priced, how many are ≈ estimates
+    unpriced: int = 0
+    unpriced_models: set[str] = field(default_factory=set)
+
+    def add(self, cost: TurnCost | None, count: int = 1) -> None:
+        if cost is None:
+            return
+        if cost.priced:
+            self.amount += cost.amount
+            self.priced += count
+            self.estimated += count if cost.estimated else 0
+        else:
+            self.unpriced += count
+            self.unpriced_models.add(cost.model or "(no model)")
+
+    @property
+    def is_estimate(self) -> bool:
+        return self.estimated > 0
+
+    @property
+    def label(self) -> str:
+        """ "≈ $1.23", "$0.0042", or "no price" when nothing could be priced ("—": nothing to)."""
+        if self.priced:
+            return format_cost(self.amount, self.is_estimate)
+        return "no price" if self.unpriced else "—"
+
+    @property
+    def unpriced_note(self) -> str:
+        """ "12 turns of 2 unpriced models" (empty when all were priced)."""
+        if not self.unpriced:
+            return ""
+        models = len(self.unpriced_models)
+        return (
+            f"{self.unpriced:,} turn{'s' if self.unpriced != 1 else ''} of {models} unpriced "
+            f"model{'s' if models != 1 else ''} ({', '.join(sorted(self.unpriced_models)[:5])}"
+            f"{', …' if models > 5 else ''}) not counted"
+        )
+
+    def as_json(self) -> dict:
+        return {
+            "usd": str(self.amount) if self.priced else None,
+            "estimated": self.is_estimate,
+            "priced_turns": self.priced,
+            "unpriced_turns": self.unpriced,
+            "unpriced_models": sorted(self.unpriced_models),
+        }
+
+
+def format_cost(amount: Decimal | None, estimated: bool = False) -> str:
+    """US dollars for people: cents from $1 up, three significant digits below ($0.0105), and
+    "< $0.0001" for less."""
+    if amount is None:
+        return "no price"
+    prefix = "≈ " if estimated else ""
+    if amount == 0:
+        return f"{prefix}$0"
+    if amount >= 1:
+        return f"{prefix}${amount:,.2f}"
+    if amount < Decimal("0.0001"):
+        return f"{prefix}< $0.0001"
+    decimals = max(2, 2 - amount.adjusted())
+    text = f"{amount:.{decimals}f}"
+    whole, _, fraction = text.partition(".")
+    fraction = fraction.rstrip("0").ljust(2, "0")
+    return f"{prefix}${whole}.{fraction}"
+
+
+def cost_json(cost: TurnCost | None) -> dict | None:
+    if cost is None:
+        return None
+    return {
+        "usd": str(cost.amount) if cost.priced else None,
+        "estimated": cost.estimated,
+        "priced": cost.priced,
+        "model": cost.model,
+    }
