@@ -7,7 +7,7 @@ price is never $0: it is counted ("12 turns of 2 unpriced models").
 """
 
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 from ledgerweb import prices
 from ledgerweb.prices import TokenUsage
@@ -15,6 +15,15 @@ from ledgerweb.prices import TokenUsage
 ESTIMATE_NOTE = (
     "≈ estimate: prompt tokens (the context of the turn's last model call) priced as uncached "
     "input of one call, plus completion tokens; cache reads and writes are not in the ledger"
+)
+
+CENT = Decimal("0.01")
+EXACT_NOTE = (
+    "What the turn's model calls billed (input with cache reads and writes at their own rates, "
+    "and output), at the model's prices on the turn's date"
+)
+UNPRICED_NOTE = (
+    "No known price for {model}: its tokens are counted apart, not as $0 (add it to MODEL_PRICES)"
 )
 
 
@@ -49,6 +58,15 @@ class TurnCost:
     @property
     def label(self) -> str:
         return format_cost(self.amount, self.estimated) if self.priced else "no price"
+
+    @property
+    def note(self) -> str:
+        """What the figure is, for a tooltip."""
+        if not self.priced:
+            return UNPRICED_NOTE.format(model=self.model or "(no model)")
+        if self.estimated:
+            return ESTIMATE_NOTE
+        return EXACT_NOTE
 
 
 def turn_cost(model, at_ms, usage: TokenUsage | None, *, exact: bool) -> TurnCost | None:
@@ -123,11 +141,11 @@ def format_cost(amount: Decimal | None, estimated: bool = False) -> str:
     if amount == 0:
         return f"{prefix}$0"
     if amount >= 1:
-        return f"{prefix}${amount:,.2f}"
+        return f"{prefix}${amount.quantize(CENT, ROUND_HALF_UP):,}"
     if amount < Decimal("0.0001"):
         return f"{prefix}< $0.0001"
     decimals = max(2, 2 - amount.adjusted())
-    text = f"{amount:.{decimals}f}"
+    text = str(amount.quantize(Decimal(1).scaleb(-decimals), ROUND_HALF_UP))
     whole, _, fraction = text.partition(".")
     fraction = fraction.rstrip("0").ljust(2, "0")
     return f"{prefix}${whole}.{fraction}"

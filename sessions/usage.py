@@ -11,10 +11,11 @@ from ledgerweb.prices import TokenUsage
 TABLE = "turn_usage"
 
 
-def billed_usage(turn_ids) -> dict[str, TokenUsage]:
-    """turn id → its billed usage, for the turns that have a turn_usage row (one query)."""
+def billed_usage(turn_ids, tables: set[str] | None = None) -> dict[str, TokenUsage]:
+    """turn id → its billed usage, for the turns that have a turn_usage row (one query).
+    `tables`: the ledger's table names when the caller has them already."""
     ids = list(turn_ids)
-    if not ids or TABLE not in sqlite.table_names():
+    if not ids or TABLE not in (sqlite.table_names() if tables is None else tables):
         return {}
     ids_sql, params = sqlite.in_list(ids)
     rows = sqlite.rows(

@@ -1,0 +1,96 @@
+"""Costs next to token counts on the session pages, exact where the ledger knows what a turn
+billed (turn_usage), ≈ otherwise, and never $0 for a model without a price. Figures are worked
+out by hand from the providers' rates (USD per million tokens) on the turn's date."""
+
+from datetime import UTC, datetime
+
+import pytest
+from builders import LEDGER_DB, parse_html
+
+pytestmark = LEDGER_DB
+
+SONNET = "claude-sonnet-4-20250514"  # $3 input, $15 output, $0.30 cache read, $3.75 cache write
+
+
+def ms(year, month, day) -> int:
+    return int(datetime(year, month, day, 12, tzinfo=UTC).timestamp() * 1000)
+
+
+@pytest.fixture
+def costly(ledger):
+    """A session with an exactly known turn, an estimated one and two without a price."""
+    s = ledger.session(id="S1")
+    exact = ledger.turn(s, id="EXACT", model=SONNET)
+    # 6,010 plain input × $3 + 100,000 cache reads × $0.30 + 10,000 cache writes × $3.75
+    # + 2,000 output × $15 = $0.11553
+    ledger.usage(
+        exact, calls=3, input=116_010, cache_read=100_000, cache_write=10_000, output=2_000
+    )
+    estimated = ledger.turn(s, exact, id="ESTIMATED", model=SONNET)  # ≈ 1,250 × 3 + 87 × 15
+    local = ledger.turn(s, estimated, id="LOCAL", model="llama3:8b")
+    nameless = ledger.turn(s, local, id="NAMELESS", model=None)
+    ledger.set_head(s, exact, nameless)
+    return s
+
+
+def test_the_turn_panel_shows_the_exact_cost_and_the_billed_input(viewer_client, costly):
+    for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
+        response = viewer_client.get("/sessions/S1/turns/EXACT/", **headers)
+        assert response.status_code == 200
+        html = response.content.decode()
+        assert ">$0.116</span>" in html
+        assert "billed input 116,010 over 3 calls (100,000 cache read, 10,000 cache write)" in html
+    data = viewer_client.get("/sessions/S1/turns/EXACT/?format=json").json()["turn"]
+    assert data["cost"] == {"usd": "0.11553", "estimated": False, "priced": True, "model": SONNET}
+    assert data["billed"]["cache_read"] == 100_000
+
+
+def test_a_turn_without_billed_usage_shows_an_estimate(viewer_client, costly):
+    html = viewer_client.get("/sessions/S1/turns/ESTIMATED/").content.decode()
+    assert ">≈ $0.00506</span>" in html and "billed input" not in html
+    data = viewer_client.get("/sessions/S1/turns/ESTIMATED/?format=json").json()["turn"]
+    assert data["cost"]["usd"] == "0.005055" and data["cost"]["estimated"] is True
+
+
+def test_a_model_without_a_price_says_so_instead_of_zero(viewer_client, costly):
+    html = viewer_client.get("/sessions/S1/turns/LOCAL/").content.decode()
+    assert ">no price</span>" in html and "$0<" not in html
+    assert "No known price for llama3:8b" in html
+
+
+def test_the_session_header_sums_priced_turns_and_counts_the_others(viewer_client, costly):
+    page = parse_html(viewer_client.get("/sessions/S1/").content)
+    pill = page.find(".//*[@class='pills']/*[@class='cost']")
+    # $0.11553 + $0.005055 = $0.120585, an estimate since one turn is ≈.
+    assert " ".join(pill.itertext()).split() == ["≈", "$0.121", "+", "2", "unpriced", "turns"]
+    assert "2 turns of 2 unpriced models ((no model), llama3:8b) not counted" in pill.get("title")
+    data = viewer_client.get("/sessions/S1/?format=json").json()
+    assert data["cost"] == {
+        "usd": "0.120585",
+        "estimated": True,
+        "priced_turns": 2,
+        "unpriced_turns": 2,
+        "unpriced_models": ["(no model)", "llama3:8b"],
+    }
+    costs = {t["id"]: t["cost"] and t["cost"]["usd"] for t in data["turns"]}
+    assert costs == {"EXACT": "0.11553", "ESTIMATED": "0.005055", "LOCAL": None, "NAMELESS": None}
+
+
+def test_each_turn_is_priced_at_its_own_dates_rates(viewer_client, ledger):
+    # xAI's grok-4.20 went from $2 / $6 to $1.25 / $2.50 on 2026-04-30.
+    s = ledger.session(id="S1")
+    old = ledger.turn(s, id="OLD", model="grok-4.20", started_at=ms(2026, 4, 29),
+                      prompt_tokens=100_000, completion_tokens=100_000)  # fmt: skip
+    new = ledger.turn(s, old, id="NEW", model="grok-4.20", started_at=ms(2026, 4, 30),
+                      prompt_tokens=100_000, completion_tokens=100_000)  # fmt: skip
+    ledger.set_head(s, old, new)
+    turns = viewer_client.get("/sessions/S1/?format=json").json()["turns"]
+    assert {t["id"]: t["cost"]["usd"] for t in turns} == {"OLD": "0.8", "NEW": "0.375"}
+
+
+def test_pages_work_on_a_ledger_without_the_turn_usage_table(viewer_client, ledger, costly):
+    ledger.conn.execute("DROP TABLE turn_usage")
+    html = viewer_client.get("/sessions/S1/turns/EXACT/").content.decode()
+    # Only the ledger's own columns are left: 1,250 prompt + 87 completion tokens, ≈.
+    assert ">≈ $0.00506</span>" in html and "billed input" not in html
+    assert viewer_client.get("/sessions/S1/").status_code == 200
