@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 
 from ledgerweb import prices
+from ledgerweb.html_parts import escape
 from ledgerweb.prices import TokenUsage
 
 ESTIMATE_NOTE = (
@@ -124,12 +125,17 @@ class CostSum:
 
     def as_json(self) -> dict:
         return {
-            "usd": str(self.amount) if self.priced else None,
+            "usd": usd(self.amount) if self.priced else None,
             "estimated": self.is_estimate,
             "priced_turns": self.priced,
             "unpriced_turns": self.unpriced,
             "unpriced_models": sorted(self.unpriced_models),
         }
+
+
+def usd(amount: Decimal) -> str:
+    """An exact amount as JSON text: plain digits, no exponent, no trailing zeros ("0.375")."""
+    return format(amount.normalize(), "f") if amount else "0"
 
 
 def format_cost(amount: Decimal | None, estimated: bool = False) -> str:
@@ -155,8 +161,17 @@ def cost_json(cost: TurnCost | None) -> dict | None:
     if cost is None:
         return None
     return {
-        "usd": str(cost.amount) if cost.priced else None,
+        "usd": usd(cost.amount) if cost.priced else None,
         "estimated": cost.estimated,
         "priced": cost.priced,
         "model": cost.model,
     }
+
+
+def cost_html(cost: TurnCost | None, tag: str = "span") -> str:
+    """A cost as an HTML element for rows written in Python (tree rows, request rows): the
+    figure, marked unpriced when there is no price, with what it is as its title."""
+    if cost is None:
+        return f'<{tag} class="num"></{tag}>' if tag == "td" else ""
+    css = "num cost" if cost.priced else "num cost unpriced"
+    return f'<{tag} class="{css}" title="{escape(cost.note)}">{escape(cost.label)}</{tag}>'

@@ -309,6 +309,26 @@ def cost(model, at_ms, usage: TokenUsage) -> Decimal | None:
     return None if rates is None else price(rates, usage)
 
 
+@lru_cache(maxsize=1)
+def tier_starts() -> tuple[int, ...]:
+    """Every long-context threshold in the price data, ascending (the operator's prices have
+    none): between two of them, every model charges one tier."""
+    starts = set()
+    for provider in data_snapshot.get_snapshot().providers:
+        for model in provider.models:
+            variants = (
+                [model.prices]
+                if isinstance(model.prices, types.ModelPrice)
+                else [conditional.prices for conditional in model.prices]
+            )
+            for model_price in variants:
+                for key in LIBRARY_KEYS.values():
+                    value = getattr(model_price, key)
+                    if isinstance(value, types.TieredPrices):
+                        starts.update(tier.start for tier in value.tiers)
+    return tuple(sorted(starts))
+
+
 # -- Context windows ------------------------------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from functools import cached_property
 from urllib.parse import urlencode
 
@@ -19,7 +20,9 @@ import numpy as np
 from django.urls import reverse
 from django.utils import timezone
 
+from ledgerweb.costs import CostSum, turn_cost, usd
 from ledgerweb.params import NOT_APPLIED, problem, reject
+from ledgerweb.prices import TokenUsage
 from ledgerweb.sqlite import LedgerQueryTimeout
 from ledgerweb.timestamps import now_ms
 from pipeline import rollups
@@ -733,6 +736,98 @@ def tokens(f: DashboardFilters) -> ChartResult:
     return ChartResult(data, [figure], notes)
 
 
+# -- 6b. Cost -----------------------------------------------------------------------------------
+
+
+@dataclass
+class ModelCosts:
+    starts: list[int]
+    by_model: dict  # priced model → USD of each bucket (Decimal)
+    window: CostSum  # the whole window, priced and unpriced requests
+    unpriced: Counter  # model without a price → requests
+    off_axis: int = 0
+
+
+def _model_costs(f: DashboardFilters) -> ModelCosts:
+    """Facts are read per hour (or finer), each hour's sums priced at that hour's rates (see
+    pipeline/costs.py for why a long-context band is summed apart), then added into buckets."""
+    size = f.bucket_ms
+    sums: dict[tuple, list[int]] = {}  # (hour, model, band) → [requests, prompt, completion]
+    for bucket, _, model, sub, n, total, _ in f.facts("usage", min(size, HOUR)):
+        part, _, band = str(sub).partition(":")
+        acc = sums.setdefault((bucket, model, band), [0, 0, 0])
+        acc[0] += n if part == "prompt" else 0
+        acc[1 if part == "prompt" else 2] += total or 0
+    starts = _buckets(f)
+    index = {start: i for i, start in enumerate(starts)}
+    costs = ModelCosts(starts, {}, CostSum(), Counter())
+    for (bucket, model, _), (n, prompt, completion) in sums.items():
+        usage = TokenUsage(prompt, completion, calls=max(n, 1))
+        cost = turn_cost(model, bucket, usage, exact=False)
+        costs.window.add(cost, n)
+        i = index.get(bucket // size * size)
+        if not cost.priced:
+            costs.unpriced[model] += n
+        elif i is None:
+            costs.off_axis += n
+        else:
+            costs.by_model.setdefault(model, [Decimal(0)] * len(starts))[i] += cost.amount
+    return costs
+
+
+def cost(f: DashboardFilters) -> ChartResult:
+    c = _model_costs(f)
+    models, _ = _most({m: sum(v) for m, v in c.by_model.items()}, len(c.by_model))
+    models, others = _bounded_series(c.by_model, models, len(c.starts))
+    x = _axis_times(c.starts)
+    names = labels(models)
+    traces = [
+        {"type": "bar", "name": name, "x": x, "y": [float(a) for a in c.by_model[model]],
+         "customdata": [f.list_url(*_bucket_range(f, start), model=model) for start in c.starts],
+         "hovertemplate": "%{fullData.name}: $%{y:,.4f}<extra></extra>"}
+        for model, name in zip(models, names, strict=True)
+    ]  # fmt: skip
+    if others:
+        traces.append(_others_trace("other models", x, [float(a) for a in others]))
+    figure = {
+        "data": traces,
+        "layout": _layout(
+            xaxis=TIME_AXIS,
+            yaxis={"title": {"text": "USD (≈)"}, "rangemode": "tozero", "tickprefix": "$",
+                   "automargin": True},
+        ),
+    }  # fmt: skip
+    by_name = {name: [usd(a) for a in c.by_model[m]] for m, name in zip(models, names, strict=True)}
+    if others:
+        by_name["other models"] = [usd(a) for a in others]
+    unpriced = sorted(c.unpriced, key=lambda m: (-c.unpriced[m], key_order(m)))
+    data = {
+        "bucket_ms": f.bucket_ms,
+        "bucket_starts": c.starts,
+        "total": c.window.as_json(),
+        "models": by_name,
+        "unpriced": [
+            {"model": m, "requests": c.unpriced[m], "url": f.list_url(model=m)} for m in unpriced
+        ],
+        "off_axis": c.off_axis,
+    }
+    notes = [
+        f"Total for the window: {c.window.label}. ≈: the ledger has prompt and completion tokens"
+        " per request, not cache tokens; prompts are priced as uncached input, at each model's"
+        " prices of the hour (genai-prices, or MODEL_PRICES)."
+    ]
+    if unpriced:
+        notes.append(
+            f"{sum(c.unpriced.values()):,} request{'s' if sum(c.unpriced.values()) != 1 else ''}"
+            f" of {len(unpriced)} model{'s' if len(unpriced) != 1 else ''} without a known price"
+            f" are not counted: {', '.join(labels(unpriced[:5]))}"
+            + (", …" if len(unpriced) > 5 else "")
+            + "."
+        )
+    notes += _off_axis_note(c.off_axis)
+    return ChartResult(data, [figure], notes)
+
+
 # -- 7. Delivery --------------------------------------------------------------------------------
 
 # What a delivery flag says (pipeline.flags.FLAG_STATES): series name, JSON name, colour.
@@ -795,6 +890,7 @@ CHARTS = {
         Chart("sources", "Sources and principals",
               "Requests by event source and by principal, by status.", sources),
         Chart("tokens", "Tokens", "Agent tokens over time, by model.", tokens),
+        Chart("cost", "Cost", "What the agent runs cost over time, by model (≈).", cost),
         Chart("delivery", "Delivery", "Responses delivered or not, by channel.", delivery),
     )
 }  # fmt: skip

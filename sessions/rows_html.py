@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from django.utils.safestring import SafeString, mark_safe
 
+from ledgerweb.costs import cost_html
 from ledgerweb.html_parts import IdUrls, css_name, escape
 from ledgerweb.templatetags.ledger import duration, short_model, tokens
 from sessions.gutter import Gutter
@@ -99,13 +100,6 @@ def _tokens(total) -> str:
     return f'<span class="num" title="{escape(shown)} tokens">{escape(tokens(total))}</span>'
 
 
-def _cost(cost) -> str:
-    if cost is None:
-        return ""
-    css = "num cost" if cost.priced else "num cost unpriced"
-    return f'<span class="{css}" title="{escape(cost.note)}">{escape(cost.label)}</span>'
-
-
 @lru_cache(maxsize=1024)
 def _calls(count: int, failed: int) -> str:
     failed_text = f", {failed} failed" if failed else ""
@@ -133,7 +127,7 @@ def _row(item: TreeItem, url: str, gutter_svg: str, model_html: str) -> str:
         f"{gutter_svg}"
         f'<span class="marks">{_marks(item.marks)}{_problems(item.problems)}</span>'
         f'<span class="preview">{escape(preview)}</span>'
-        f'<span class="facts">{model_html}{_tokens(t.total_tokens)}{_cost(t.cost)}'
+        f'<span class="facts">{model_html}{_tokens(t.total_tokens)}{cost_html(t.cost)}'
         f"{_calls(t.tool_calls, t.failed_tool_calls)}"
         f'<span class="num">{escape(duration(t.duration_ms))}</span>'
         f"</span></a>"
