@@ -20,7 +20,7 @@ import numpy as np
 from django.urls import reverse
 from django.utils import timezone
 
-from ledgerweb.costs import CostSum, turn_cost, usd
+from ledgerweb.costs import CostSum, TurnCost, turn_cost, usd
 from ledgerweb.params import NOT_APPLIED, problem, reject
 from ledgerweb.prices import TokenUsage
 from ledgerweb.sqlite import LedgerQueryTimeout
@@ -748,24 +748,31 @@ class ModelCosts:
     off_axis: int = 0
 
 
-def _model_costs(f: DashboardFilters) -> ModelCosts:
-    """Facts are read per hour (or finer), each hour's sums priced at that hour's rates (see
-    pipeline/costs.py for why a long-context band is summed apart), then added into buckets."""
-    size = f.bucket_ms
+def _priced_hours(f: DashboardFilters) -> list[tuple[int, object, int, TurnCost]]:
+    """(hour, model, requests, cost) of the window: facts are read per hour (or finer) and each
+    hour's sums priced at that hour's rates (see pipeline/costs.py for why a long-context band
+    is summed apart)."""
     sums: dict[tuple, list[int]] = {}  # (hour, model, band) → [requests, prompt, completion]
-    for bucket, _, model, sub, n, total, _ in f.facts("usage", min(size, HOUR)):
+    for bucket, _, model, sub, n, total, _ in f.facts("usage", min(f.bucket_ms, HOUR)):
         part, _, band = str(sub).partition(":")
         acc = sums.setdefault((bucket, model, band), [0, 0, 0])
         acc[0] += n if part == "prompt" else 0
         acc[1 if part == "prompt" else 2] += total or 0
+    return [
+        (hour, model, n, turn_cost(model, hour, TokenUsage(prompt, completion, calls=max(n, 1)),
+                                   exact=False))
+        for (hour, model, _), (n, prompt, completion) in sums.items()
+    ]  # fmt: skip
+
+
+def _model_costs(f: DashboardFilters) -> ModelCosts:
+    size = f.bucket_ms
     starts = _buckets(f)
     index = {start: i for i, start in enumerate(starts)}
     costs = ModelCosts(starts, {}, CostSum(), Counter())
-    for (bucket, model, _), (n, prompt, completion) in sums.items():
-        usage = TokenUsage(prompt, completion, calls=max(n, 1))
-        cost = turn_cost(model, bucket, usage, exact=False)
+    for hour, model, n, cost in _priced_hours(f):
         costs.window.add(cost, n)
-        i = index.get(bucket // size * size)
+        i = index.get(hour // size * size)
         if not cost.priced:
             costs.unpriced[model] += n
         elif i is None:
@@ -773,6 +780,22 @@ def _model_costs(f: DashboardFilters) -> ModelCosts:
         else:
             costs.by_model.setdefault(model, [Decimal(0)] * len(starts))[i] += cost.amount
     return costs
+
+
+def window_costs(windows: tuple[str, ...]) -> dict[str, CostSum]:
+    """What the agent runs of preset windows ("24h", "30d") cost, as the cost chart sums them:
+    the longest window's hours are read once, and each window adds those from its start (a
+    preset window starts on the hour)."""
+    longest = max(windows, key=lambda w: WINDOWS[w])
+    hours = _priced_hours(DashboardFilters.from_query({"window": longest}))
+    totals = {}
+    for window in windows:
+        since = DashboardFilters.from_query({"window": window}).since_ms
+        totals[window] = total = CostSum()
+        for hour, _, n, cost in hours:
+            if hour >= since:
+                total.add(cost, n)
+    return totals
 
 
 def cost(f: DashboardFilters) -> ChartResult:

@@ -147,3 +147,28 @@ def test_the_request_page_shows_what_its_agent_run_cost(viewer_client, spend):
     assert ">≈ $0.33</span>" in page
     assert viewer_client.get("/pipeline/requests/S1/?format=json").json()["cost"]["usd"] == "0.33"
     assert ">no price</span>" in viewer_client.get("/pipeline/requests/L1/").content.decode()
+
+
+def test_the_overview_says_what_the_last_day_and_month_cost(viewer_client, ledger):
+    from ledgerweb.timestamps import now_ms
+
+    now = now_ms()
+    # gpt-5 at $1.25 / $10: 10,000 + 1,000 tokens is $0.0225; 100,000 + 0 is $0.125.
+    ledger.request(id="TODAY", started_at=now - 2 * H, agent_model="gpt-5",
+                   agent_tokens_prompt=10_000, agent_tokens_completion=1_000)  # fmt: skip
+    ledger.request(id="WEEKS", started_at=now - 20 * 24 * H, agent_model="gpt-5",
+                   agent_tokens_prompt=100_000, agent_tokens_completion=0)  # fmt: skip
+    ledger.request(id="LOCAL", started_at=now - 3 * H, agent_model="llama3:8b",
+                   agent_tokens_prompt=100, agent_tokens_completion=0)  # fmt: skip
+    data = viewer_client.get("/?format=json").json()["cost"]
+    assert (data["24h"]["usd"], data["30d"]["usd"]) == ("0.0225", "0.1475")
+    assert data["24h"]["unpriced_models"] == ["llama3:8b"]
+    page = parse_html(viewer_client.get("/").content)
+    links = {a.text: a.get("href") for a in page.iter("a") if "chart-cost" in a.get("href", "")}
+    assert links == {
+        "≈ $0.0225": "/pipeline/?window=24h#chart-cost",
+        "≈ $0.148": "/pipeline/?window=30d#chart-cost",
+    }
+    for href in links.values():  # the dashboard it leads to has the cost chart, in that window
+        dashboard = viewer_client.get(href.split("#")[0]).content.decode()
+        assert 'id="chart-cost"' in dashboard and "/pipeline/charts/cost/?window=" in dashboard
