@@ -2,7 +2,8 @@
 
 from dataclasses import dataclass, field
 
-from sessions.detail import TurnInfo, add_aggregates
+from ledgerweb.costs import CostSum
+from sessions.detail import TurnInfo, add_aggregates, sum_costs
 from sessions.thread import ancestor_path
 
 
@@ -19,6 +20,10 @@ class Side:
     @property
     def tool_calls(self) -> int:
         return sum(t.tool_calls for t in self.turns)
+
+    @property
+    def cost(self) -> CostSum:
+        return sum_costs(self.turns)
 
     @property
     def failed(self) -> int:

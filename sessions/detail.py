@@ -207,10 +207,7 @@ def add_aggregates(turns: dict[str, TurnInfo]) -> None:
         return
     ids_sql, ids = sqlite.in_list(turns)
     tables = sqlite.table_names()
-    billed = billed_usage(turns, tables)
-    for turn in turns.values():
-        turn.billed = billed.get(turn.id)
-        turn.cost = cost_of_turn(turn, billed)
+    add_costs(turns, tables)
     for turn_id, calls, failed in sqlite.rows(
         f"""SELECT turn_id, count(*), sum(status = 'failed') FROM tool_calls
             WHERE turn_id IN {ids_sql} GROUP BY turn_id""",
@@ -237,6 +234,14 @@ def add_aggregates(turns: dict[str, TurnInfo]) -> None:
             ids,
         ):
             turns[turn_id].compaction_summary = plain_preview(summary, 140) or "(no summary)"
+
+
+def add_costs(turns: dict[str, TurnInfo], tables: set[str] | None = None) -> None:
+    """Each turn's billed usage (the optional turn_usage table: one query) and cost."""
+    billed = billed_usage(turns, tables)
+    for turn in turns.values():
+        turn.billed = billed.get(turn.id)
+        turn.cost = cost_of_turn(turn, billed)
 
 
 def _structure_problems(session: Session, turns, layout: tree.Layout) -> list[tree.Problem]:

@@ -140,6 +140,11 @@ def thread(the_thread: Thread, page_url: Callable[[int], str]) -> dict:
         "context_tokens": the_thread.context_tokens,
         "context_window": the_thread.context_window,
         "cumulative_tokens": the_thread.total_tokens,
+        "cost": {
+            "spent": the_thread.spent.as_json(),
+            "resume": cost_json(the_thread.resume_cost(cached=False)),
+            "resume_cached": cost_json(the_thread.resume_cost(cached=True)),
+        },
         "compaction": asdict(the_thread.compaction) if the_thread.compaction else None,
         "steps": [
             {

@@ -280,6 +280,8 @@ def thread(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
         "session": session,
         "thread": the_thread,
         "page_error": page_error,
+        "resume": the_thread.resume_cost(cached=False),
+        "resume_cached": the_thread.resume_cost(cached=True),
         "can_fork": request.user.has_perm("conversations.fork_session"),
         "turn_id": turn_id,
     }
@@ -328,7 +330,8 @@ def compare(request: HttpRequest, session_id: str) -> HttpResponse:
     if wants_json(request):
         if result is None:
             return JsonResponse({"error": "choose two turns: ?a=<turn id>&b=<turn id>"}, status=400)
-        return JsonResponse(asdict(result), safe=False)
+        costs = {"cost": {"a": result.a.cost.as_json(), "b": result.b.cost.as_json()}}
+        return JsonResponse(asdict(result) | costs, safe=False)
     return render(
         request, "sessions/compare.html", {"session": session, "a": a, "b": b, "result": result}
     )

@@ -94,3 +94,29 @@ def test_pages_work_on_a_ledger_without_the_turn_usage_table(viewer_client, ledg
     # Only the ledger's own columns are left: 1,250 prompt + 87 completion tokens, ≈.
     assert ">≈ $0.00506</span>" in html and "billed input" not in html
     assert viewer_client.get("/sessions/S1/").status_code == 200
+
+
+def test_the_thread_says_what_it_cost_and_what_resuming_here_costs(viewer_client, costly):
+    data = viewer_client.get("/sessions/S1/turns/ESTIMATED/thread/?format=json").json()["cost"]
+    # Spent: $0.11553 + $0.005055. Resuming sends the 1,250 + 87 = 1,337 tokens of context again:
+    # × $3 = $0.004011 as plain input, × $0.30 = $0.0004011 read from the prompt cache.
+    assert data["spent"]["usd"] == "0.120585"
+    assert (data["resume"]["usd"], data["resume_cached"]["usd"]) == ("0.004011", "0.0004011")
+    page = parse_html(viewer_client.get("/sessions/S1/turns/ESTIMATED/thread/").content)
+    resume = " ".join(" ".join(page.find(".//*[@class='small resume-cost']").itertext()).split())
+    assert resume.startswith("Resuming here sends this context again: ≈ $0.00401 per model call")
+    assert "≈ $0.000401 read from the prompt cache" in resume
+    whole = viewer_client.get("/sessions/S1/turns/NAMELESS/thread/").content.decode()
+    assert "≈ $0.121</span> + 2 unpriced turns" in whole
+
+
+def test_the_compare_page_says_what_each_side_cost_after_the_fork_point(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    root = ledger.turn(s, id="ROOT", model=SONNET)
+    ledger.turn(s, root, id="A", model="gpt-5", prompt_tokens=10_000, completion_tokens=1_000)
+    ledger.set_head(s, root, ledger.turn(s, root, id="B", model="llama3:8b"))
+    data = viewer_client.get("/sessions/S1/compare/?a=A&b=B&format=json").json()["cost"]
+    # gpt-5: 10,000 × $1.25 + 1,000 × $10 = $0.0225; the fork point's cost belongs to neither.
+    assert data["a"]["usd"] == "0.0225" and data["b"]["unpriced_models"] == ["llama3:8b"]
+    page = viewer_client.get("/sessions/S1/compare/?a=A&b=B").content.decode()
+    assert ">≈ $0.0225</span> ·" in page and ">no price</span> + 1 unpriced turn" in page
