@@ -28,18 +28,34 @@ UNPRICED_NOTE = (
 )
 
 
+# Token counts at or above this are junk, not usage (and would overflow SQLite when summed).
+MAX_TOKENS = 10**12
+
+
 def token_count(value) -> int:
-    """A token count as the ledger may hold it (REAL, text, junk): a whole number ≥ 0."""
-    if isinstance(value, bool):
+    """A turn's token count as the ledger may hold it: a whole or REAL number (truncated) in
+    [1, MAX_TOKENS); anything else (NULL, text, negative, huge, NaN) 0. token_count_sql() is
+    its SQL twin: sums over many turns must equal the sum of the turns."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return 0
-    if isinstance(value, int | float):
-        return max(int(value), 0) if value == value and abs(value) != float("inf") else 0
-    if isinstance(value, str):
-        try:
-            return token_count(float(value))
-        except ValueError:
-            return 0
-    return 0
+    return int(value) if 0 < value < MAX_TOKENS else 0
+
+
+def token_count_sql(column: str) -> str:
+    return (
+        f"(CASE WHEN typeof({column}) IN ('integer', 'real') AND {column} > 0"
+        f" AND {column} < {MAX_TOKENS} THEN CAST({column} AS INTEGER) ELSE 0 END)"
+    )
+
+
+def tier_band_sql(input_per_call: str) -> str:
+    """SQL for the long-context band of a call's input: how many of the price data's tier
+    thresholds it passes. Calls of one band pay the same tier of every model, so many of them of
+    one model and hour are priced exactly as one sum (prices.price: tiers apply per call)."""
+    starts = prices.tier_starts()
+    if not starts:
+        return "0"
+    return "(" + " + ".join(f"({input_per_call} > {int(start)})" for start in starts) + ")"
 
 
 def estimated_usage(prompt_tokens, completion_tokens) -> TokenUsage | None:

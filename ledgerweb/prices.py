@@ -260,7 +260,9 @@ def rates_at(model, at_ms) -> Rates | None:
     name = normalised(model)
     if name is None:
         return None
-    hour = at_ms // HOUR_MS if isinstance(at_ms, int) and not isinstance(at_ms, bool) else None
+    hour = None  # junk (text, NULL, NaN): today's rates
+    if isinstance(at_ms, int | float) and not isinstance(at_ms, bool) and abs(at_ms) < 1e15:
+        hour = int(at_ms) // HOUR_MS
     return _rates_at_hour(name, hour, overrides())
 
 

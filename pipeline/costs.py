@@ -6,12 +6,8 @@ same figures from the hourly rollups (pipeline/rollups.py, fact "usage"), with t
 which token counts are usable, so a bar equals the sum of the requests its link lists.
 """
 
-from ledgerweb import prices
-from ledgerweb.costs import TurnCost, turn_cost
+from ledgerweb.costs import MAX_TOKENS, TurnCost, turn_cost
 from ledgerweb.prices import TokenUsage
-
-# Token counts above this are junk, not usage (and would overflow SQLite's integers when summed).
-MAX_TOKENS = 10**12
 
 
 def usable_tokens_sql(column: str) -> str:
@@ -28,16 +24,6 @@ def usable_tokens(value) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         return 0
     return value if 0 < value < MAX_TOKENS else 0
-
-
-def tier_band_sql(column: str) -> str:
-    """SQL for the long-context band of a prompt: how many of the price data's tier thresholds
-    it passes. Requests of one band pay the same tier of every model, so an hour's requests of a
-    model and band are priced exactly as one sum (see prices.price: tiers apply per call)."""
-    starts = prices.tier_starts()
-    if not starts:
-        return "0"
-    return "(" + " + ".join(f"({column} > {int(start)})" for start in starts) + ")"
 
 
 def request_cost(r) -> TurnCost | None:

@@ -33,9 +33,10 @@ import numpy as np
 from django.db import connections, transaction
 
 from ledgerweb import sqlite
+from ledgerweb.costs import tier_band_sql
 from ledgerweb.db import LEDGER, ledger_path_of
 from ledgerweb.timestamps import now_ms
-from pipeline.costs import tier_band_sql, usable_tokens_sql
+from pipeline.costs import usable_tokens_sql
 from pipeline.flags import HANDLED_BY, flag_state
 from pipeline.models import RollupFact, RollupHour, RollupLedger, RollupTimings
 from pipeline.signatures import SQL_FUNCTION

@@ -33,7 +33,13 @@ def _session(s) -> dict:
 def session_list(filters: SessionFilters, page: SessionPage) -> dict:
     return list_envelope(filters, page) | {
         "sessions": [
-            _session(r.session) | {"turns": r.turns, "branches": r.leaves, "hint": r.hint}
+            _session(r.session)
+            | {
+                "turns": r.turns,
+                "branches": r.leaves,
+                "hint": r.hint,
+                "cost": r.cost.as_json() if r.cost else None,
+            }
             for r in page.rows
         ],
     }

@@ -13,6 +13,7 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from ledgerweb import sqlite
+from ledgerweb.costs import CostSum
 from ledgerweb.db import LEDGER
 from ledgerweb.paging import capped, keyset_page
 from ledgerweb.params import Cursor, choice, iso_date, read, reject, text
@@ -20,6 +21,7 @@ from ledgerweb.sqlite import CappedCount
 from ledgerweb.text import first_line
 from sessions.kinds import FORK, KINDS, MAIN, SUBAGENT, RoutingKey
 from sessions.models import Session
+from sessions.usage import session_costs
 
 PAGE_SIZE = 50
 COUNT_CAP = 10_000
@@ -177,6 +179,7 @@ class SessionRow:
     turns: int = 0
     leaves: int = 0
     hint: str = ""
+    cost: CostSum | None = None  # its own turns' (sessions.usage.session_costs)
 
     @property
     def routing(self) -> RoutingKey:
@@ -208,6 +211,9 @@ def session_page(f: SessionFilters) -> SessionPage:
     sessions, cursor = keyset_page(qs, column, f.after, PAGE_SIZE)
     rows = [SessionRow(s) for s in sessions]
     _fill_row_numbers(rows)
+    costs = session_costs(r.session.id for r in rows)
+    for row in rows:
+        row.cost = costs.get(row.session.id)
     return SessionPage(rows, count, cursor)
 
 

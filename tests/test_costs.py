@@ -120,3 +120,37 @@ def test_the_compare_page_says_what_each_side_cost_after_the_fork_point(viewer_c
     assert data["a"]["usd"] == "0.0225" and data["b"]["unpriced_models"] == ["llama3:8b"]
     page = viewer_client.get("/sessions/S1/compare/?a=A&b=B").content.decode()
     assert ">≈ $0.0225</span> ·" in page and ">no price</span> + 1 unpriced turn" in page
+
+
+def test_the_session_list_shows_each_sessions_cost_as_its_page_sums_it(viewer_client, ledger):
+    """One grouped query prices the page's sessions; it must agree with the turns one by one,
+    odd values included."""
+    odd = [
+        {"model": SONNET},
+        {"model": SONNET, "prompt_tokens": 1250.7, "completion_tokens": "87"},  # REAL, text
+        {"model": "claude-sonnet-4-5", "prompt_tokens": 250_000},  # a long-context call
+        {"model": "claude-sonnet-4-5", "prompt_tokens": 1_000},  # the same hour, short
+        {"model": "gpt-5", "prompt_tokens": 2_000, "started_at": 1.7e12 + 0.5},  # REAL time
+        {"model": "gpt-5", "prompt_tokens": -4, "completion_tokens": 10**12, "started_at": "x"},
+        {"model": "llama3:8b"},
+        {"model": 5, "prompt_tokens": None, "completion_tokens": None},  # no tokens: no cost
+    ]
+    for n, session_id in enumerate(("A", "B", "C")):
+        s = ledger.session(id=session_id, updated_at=n)
+        parent = None
+        for i, fields in enumerate(odd[n:] + odd[: n * 2]):
+            parent = ledger.turn(s, parent, id=f"{session_id}{i}", **fields)
+            if i == 2:
+                ledger.usage(parent, calls=2, input=450_000, cache_read=300_000, output=900)
+        ledger.set_head(s, ledger.turn(s, parent, id=f"{session_id}-head"), parent)
+    listed = {
+        row["id"]: row["cost"]
+        for row in viewer_client.get("/sessions/?format=json").json()["sessions"]
+    }
+    for session_id in ("A", "B", "C"):
+        page = viewer_client.get(f"/sessions/{session_id}/?format=json").json()["cost"]
+        assert listed[session_id] == page, session_id
+    assert listed["A"]["unpriced_models"] == ["llama3:8b"]
+    rows = parse_html(viewer_client.get("/sessions/").content).iter("tr")
+    shown = [td.text for tr in rows for td in tr.iter("td") if td.get("class") == "num cost"]
+    assert len(shown) == 3 and all(text.startswith("≈ $") for text in shown)
