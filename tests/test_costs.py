@@ -154,3 +154,18 @@ def test_the_session_list_shows_each_sessions_cost_as_its_page_sums_it(viewer_cl
     rows = parse_html(viewer_client.get("/sessions/").content).iter("tr")
     shown = [td.text for tr in rows for td in tr.iter("td") if td.get("class") == "num cost"]
     assert len(shown) == 3 and all(text.startswith("≈ $") for text in shown)
+
+
+def test_the_health_page_lists_the_model_names_without_a_price(admin_client, ledger, costly):
+    ledger.request(id="R1", agent_model="acme-large", agent_tokens_prompt=10)
+    ledger.request(id="R2", agent_model=SONNET, agent_tokens_prompt=10)
+    page = parse_html(admin_client.get("/health/").content)
+    row = next(tr for tr in page.iter("tr") if "without a known price" in "".join(tr.itertext()))
+    examples = {"".join(li.itertext()): li.find("a") for li in row.iter("li")}
+    assert set(examples) == {
+        "'acme-large': 0 turns, 1 request",
+        "'llama3:8b': 1 turn, 0 requests",
+    }
+    link = examples["'acme-large': 0 turns, 1 request"].get("href")
+    listed = admin_client.get(link + "&format=json").json()["requests"]
+    assert [r["id"] for r in listed] == ["R1"]
