@@ -99,6 +99,7 @@ def turn_cost(model, at_ms, usage: TokenUsage | None, *, exact: bool) -> TurnCos
 class CostSum:
     """The cost of many turns (or requests): priced ones summed, unpriced ones counted apart."""
 
+    unit: str = "turn"  # what is counted: "turn" or "request"
     amount: Decimal = Decimal(0)
     priced: int = 0
     estimated: int = 0  # of the priced, how many are ≈ estimates
@@ -133,18 +134,18 @@ class CostSum:
         if not self.unpriced:
             return ""
         models = len(self.unpriced_models)
+        names = ", ".join(sorted(self.unpriced_models)[:5]) + (", …" if models > 5 else "")
         return (
-            f"{self.unpriced:,} turn{'s' if self.unpriced != 1 else ''} of {models} unpriced "
-            f"model{'s' if models != 1 else ''} ({', '.join(sorted(self.unpriced_models)[:5])}"
-            f"{', …' if models > 5 else ''}) not counted"
+            f"{self.unpriced:,} {self.unit}{'s' * (self.unpriced != 1)} of {models} unpriced "
+            f"model{'s' * (models != 1)} ({names}) not counted"
         )
 
     def as_json(self) -> dict:
         return {
             "usd": usd(self.amount) if self.priced else None,
             "estimated": self.is_estimate,
-            "priced_turns": self.priced,
-            "unpriced_turns": self.unpriced,
+            "priced": self.priced,  # turns or requests
+            "unpriced": self.unpriced,
             "unpriced_models": sorted(self.unpriced_models),
         }
 

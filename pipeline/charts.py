@@ -769,7 +769,7 @@ def _model_costs(f: DashboardFilters) -> ModelCosts:
     size = f.bucket_ms
     starts = _buckets(f)
     index = {start: i for i, start in enumerate(starts)}
-    costs = ModelCosts(starts, {}, CostSum(), Counter())
+    costs = ModelCosts(starts, {}, CostSum("request"), Counter())
     for hour, model, n, cost in _priced_hours(f):
         costs.window.add(cost, n)
         i = index.get(hour // size * size)
@@ -791,7 +791,7 @@ def window_costs(windows: tuple[str, ...]) -> dict[str, CostSum]:
     totals = {}
     for window in windows:
         since = DashboardFilters.from_query({"window": window}).since_ms
-        totals[window] = total = CostSum()
+        totals[window] = total = CostSum("request")
         for hour, _, n, cost in hours:
             if hour >= since:
                 total.add(cost, n)

@@ -109,17 +109,22 @@ class ToolCall(models.Model):
         return f"{self.tool_name} #{self.sequence}"
 
 
-class Compaction(models.Model):
-    """Optional table: metadata of a compaction turn (ARCHITECTURE.md §2)."""
-
-    turn = models.OneToOneField(
+def _turn_key(related_name):
+    """The turn_id primary key of an optional per-turn table (compactions, turn_usage)."""
+    return models.OneToOneField(
         Turn,
         primary_key=True,
         db_column="turn_id",
         db_constraint=False,
         on_delete=models.DO_NOTHING,
-        related_name="compaction",
+        related_name=related_name,
     )
+
+
+class Compaction(models.Model):
+    """Optional table: metadata of a compaction turn (ARCHITECTURE.md §2)."""
+
+    turn = _turn_key("compaction")
     summary = models.TextField()
     summarized_turn_ids = models.TextField()  # JSON array
     kept_turn_ids = models.TextField()  # JSON array
@@ -142,14 +147,7 @@ class TurnUsage(models.Model):
     """Optional table, defined by ledgerweb (ledgerweb/sql/turn_usage.sql): what a turn's model
     calls billed, cache reads and writes included, where an importer knows it."""
 
-    turn = models.OneToOneField(
-        Turn,
-        primary_key=True,
-        db_column="turn_id",
-        db_constraint=False,
-        on_delete=models.DO_NOTHING,
-        related_name="usage",
-    )
+    turn = _turn_key("usage")
     model_calls = models.IntegerField()
     input_tokens = models.IntegerField()
     cache_read_tokens = models.IntegerField()

@@ -71,8 +71,8 @@ def test_the_cost_chart_prices_each_model_by_hour_and_totals_the_window(viewer_c
     assert data["total"] == {
         "usd": "0.375",
         "estimated": True,
-        "priced_turns": 4,
-        "unpriced_turns": 2,
+        "priced": 4,
+        "unpriced": 2,
         "unpriced_models": ["(no model)", "llama3:8b"],
     }
     assert [(u["model"], u["requests"]) for u in data["unpriced"]] == [(None, 1), ("llama3:8b", 1)]

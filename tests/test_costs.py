@@ -68,8 +68,8 @@ def test_the_session_header_sums_priced_turns_and_counts_the_others(viewer_clien
     assert data["cost"] == {
         "usd": "0.120585",
         "estimated": True,
-        "priced_turns": 2,
-        "unpriced_turns": 2,
+        "priced": 2,
+        "unpriced": 2,
         "unpriced_models": ["(no model)", "llama3:8b"],
     }
     costs = {t["id"]: t["cost"] and t["cost"]["usd"] for t in data["turns"]}

@@ -109,7 +109,7 @@ def test_every_chart_from_stored_hours_equals_the_chart_read_live(
     monkeypatch.setattr(rollups, "BUILD_BUDGET_S", 0)  # nothing built: every hour read live
     live = every_chart(viewer_client, WINDOW + filters)
     assert not stored_hours()
-    assert live["cost"]["total"]["priced_turns"] and live["cost"]["total"]["unpriced_turns"]
+    assert live["cost"]["total"]["priced"] and live["cost"]["total"]["unpriced"]
 
     monkeypatch.setattr(rollups, "BUILD_BUDGET_S", 60)
     every_chart(viewer_client, WINDOW + filters)  # builds the hours
