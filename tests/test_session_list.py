@@ -236,5 +236,6 @@ def test_the_channel_filter_is_one_bounded_query_on_a_page(
 ):
     for i in range(60):  # more forks than a page, each its own origin's
         family.session(id=f"S-fork-{i:02d}", routing_key=f"fork:S-chat:S-fork-{i:02d}")
-    with django_assert_max_num_queries(8, connection=connections[LEDGER]):
+    # +2 for the costs: the ledger's tables (is turn_usage there?) and one grouped query
+    with django_assert_max_num_queries(10, connection=connections[LEDGER]):
         viewer_client.get("/sessions/?channel=imessage")
