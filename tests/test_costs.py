@@ -2,10 +2,13 @@
 billed (turn_usage), ≈ otherwise, and never $0 for a model without a price. Figures are worked
 out by hand from the providers' rates (USD per million tokens) on the turn's date."""
 
+import html
+import re
 from datetime import UTC, datetime
+from urllib.parse import urljoin
 
 import pytest
-from builders import LEDGER_DB, parse_html
+from builders import LEDGER_DB, T0, parse_html
 
 pytestmark = LEDGER_DB
 
@@ -169,3 +172,27 @@ def test_the_health_page_lists_the_model_names_without_a_price(admin_client, led
     link = examples["'acme-large': 0 turns, 1 request"].get("href")
     listed = admin_client.get(link + "&format=json").json()["requests"]
     assert [r["id"] for r in listed] == ["R1"]
+
+
+def test_the_session_list_sorts_by_cost_through_its_pages(viewer_client, ledger):
+    # gpt-5 at $1.25 per million input tokens: session S<i> costs i × $0.00125. The most recently
+    # active are the cheapest, so the order is the cost's, not the activity's.
+    for i in range(1, 54):
+        s = ledger.session(id=f"S{i:02d}", updated_at=T0 - i)
+        ledger.set_head(s, s, ledger.turn(s, id=f"T{i:02d}", model="gpt-5",
+                                          prompt_tokens=i * 1000, completion_tokens=0))  # fmt: skip
+    s = ledger.session(id="LOCAL", updated_at=T0)  # no price: after every priced session
+    ledger.set_head(s, s, ledger.turn(s, id="TL", model="llama3:8b"))
+    listing = parse_html(viewer_client.get("/sessions/").content)
+    sort_link = next(a.get("href") for a in listing.iter("a") if a.text == "Cost")
+    assert sort_link == "?sort=cost"
+    first = viewer_client.get(f"/sessions/{sort_link}&format=json").json()
+    assert [r["id"] for r in first["sessions"]] == [f"S{i:02d}" for i in range(53, 3, -1)]
+    assert first["sessions"][0]["cost"]["usd"] == "0.06625"
+    # The "Next" link, followed as htmx does, brings the rest in the same order.
+    page = viewer_client.get(f"/sessions/{sort_link}").content.decode()
+    row = page.split('<tr class="more">', 1)[1]
+    more = html.unescape(row.split('hx-get="', 1)[1].split('"', 1)[0])
+    rest = viewer_client.get(urljoin("/sessions/", more), HTTP_HX_REQUEST="true").content.decode()
+    ids = re.findall(r'href="/sessions/([^/"]+)/"', rest)
+    assert ids == ["S03", "S02", "S01", "LOCAL"]
