@@ -82,7 +82,7 @@ def test_a_bad_filter_value_is_explained_not_an_error(viewer_client, sessions):
     page = response.content.decode()
     assert "since=yesterday: not a date; give YYYY-MM-DD; this filter is not applied" in page
     assert "kind=robot: choose main, subagent or fork" in page
-    assert "sort=size: choose activity or created; sorted by last activity" in page
+    assert "sort=size: choose activity, created or cost; sorted by last activity" in page
 
 
 def test_rows_show_turns_branches_and_the_heads_question(viewer_client, ledger):
