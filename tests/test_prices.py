@@ -2,6 +2,8 @@
 figures here are computed by hand from the providers' published rates (USD per million tokens)."""
 
 import json
+import subprocess
+import sys
 from datetime import UTC, datetime
 from decimal import Decimal
 
@@ -9,7 +11,7 @@ import genai_prices
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from importing import query, run_import
-from test_settings import load_settings
+from test_settings import PROJECT, environment, load_settings
 
 from ledgerweb import prices
 from ledgerweb.costs import CostSum, format_cost, turn_cost
@@ -234,3 +236,25 @@ def test_a_claude_code_turn_is_priced_with_its_cache_reads_and_writes(tmp_path):
     assert prices.cost("claude-sonnet-4-20250514", started, TokenUsage(prompt, completion)) == (
         Decimal("0.04515")
     )
+
+
+def test_prices_come_from_the_installed_package_without_any_network():
+    """genai-prices can fetch newer prices; ledgerweb never asks it to: with every socket
+    refused, a fresh process still prices a turn from the data the package ships."""
+    code = (
+        "import socket\n"
+        "def refuse(*a, **k): raise OSError('no network')\n"
+        "socket.socket.connect = refuse\n"
+        "socket.create_connection = refuse\n"
+        "import django; django.setup()\n"
+        "from ledgerweb import prices\n"
+        "from genai_prices import data_snapshot\n"
+        "assert not data_snapshot.get_snapshot().from_auto_update\n"
+        "print(prices.cost('gpt-5', 1764000000000, prices.TokenUsage(1000, 0)))\n"
+    )
+    env = environment(DJANGO_SETTINGS_MODULE="ledgerweb.settings", DEBUG="1")
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=PROJECT, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "0.00125"
