@@ -120,6 +120,7 @@ FACT_COLUMNS = (
     "started_at", "status", "event_source", "session_persona", "principal_id", "agent_model",
     "agent_tokens_total", "delivery_channel", "delivery_success", "error_stage", "error_message",
     "hooks_matched", "hooks_fired", "hooks_handled", "hooks_context", "stage_timings",
+    "agent_tokens_prompt", "agent_tokens_completion",  # the cost chart's "usage" fact
 )  # fmt: skip
 CHECKSUM_FUNCTION = "ledger_row_checksum"
 _ROW_CHECKSUM = (
