@@ -80,7 +80,7 @@ class TurnCost:
     def note(self) -> str:
         """What the figure is, for a tooltip."""
         if not self.priced:
-            return UNPRICED_NOTE.format(model=self.model or "(no model)")
+            return UNPRICED_NOTE.format(model=short_name(self.model))
         if self.estimated:
             return ESTIMATE_NOTE
         return EXACT_NOTE
@@ -115,7 +115,7 @@ class CostSum:
             self.estimated += count if cost.estimated else 0
         else:
             self.unpriced += count
-            self.unpriced_models.add(cost.model or "(no model)")
+            self.unpriced_models.add(short_name(cost.model))
 
     @property
     def is_estimate(self) -> bool:
@@ -153,6 +153,16 @@ class CostSum:
 def usd(amount: Decimal) -> str:
     """An exact amount as JSON text: plain digits, no exponent, no trailing zeros ("0.375")."""
     return format(amount.normalize(), "f") if amount else "0"
+
+
+# A model name in a note or a list is cut here: a ledger may hold a 100 KB one on every turn.
+NAME_CHARS = 80
+
+
+def short_name(model) -> str:
+    if not model:
+        return "(no model)"
+    return model if len(model) <= NAME_CHARS else model[: NAME_CHARS - 1] + "…"
 
 
 def format_cost(amount: Decimal | None, estimated: bool = False) -> str:

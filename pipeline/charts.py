@@ -824,13 +824,15 @@ def cost(f: DashboardFilters) -> ChartResult:
     if others:
         by_name["other models"] = [usd(a) for a in others]
     unpriced = sorted(c.unpriced, key=lambda m: (-c.unpriced[m], key_order(m)))
+    unpriced, unlisted = unpriced[:MAX_CATEGORIES], unpriced[MAX_CATEGORIES:]
     data = {
         "bucket_ms": f.bucket_ms,
         "bucket_starts": c.starts,
         "total": c.window.as_json(),
         "models": by_name,
         "unpriced": [
-            {"model": m, "requests": c.unpriced[m], "url": f.list_url(model=m)} for m in unpriced
+            {"model": m, "label": label, "requests": c.unpriced[m], "url": f.list_url(model=m)}
+            for m, label in zip(unpriced, labels(unpriced), strict=True)
         ],
         "off_axis": c.off_axis,
     }
@@ -840,13 +842,15 @@ def cost(f: DashboardFilters) -> ChartResult:
         " prices of the hour (genai-prices, or MODEL_PRICES)."
     ]
     if unpriced:
+        requests, models = sum(c.unpriced.values()), len(c.unpriced)
         notes.append(
-            f"{sum(c.unpriced.values()):,} request{'s' if sum(c.unpriced.values()) != 1 else ''}"
-            f" of {len(unpriced)} model{'s' if len(unpriced) != 1 else ''} without a known price"
-            f" are not counted: {', '.join(labels(unpriced[:5]))}"
-            + (", …" if len(unpriced) > 5 else "")
+            f"{requests:,} request{'s' * (requests != 1)} of {models} model{'s' * (models != 1)}"
+            f" without a known price are not counted: {', '.join(labels(unpriced[:5]))}"
+            + (", …" if models > 5 else "")
             + "."
         )
+    hidden = sum(c.unpriced[m] for m in unlisted)
+    notes += _rest_note(len(unlisted), "models without a price", f" ({hidden:,} requests)")
     notes += _off_axis_note(c.off_axis)
     return ChartResult(data, [figure], notes)
 
