@@ -16,7 +16,10 @@ from dataclasses import dataclass, field
 
 from ledgerweb import ulid
 
-TABLES = ("sessions", "turns", "messages", "tool_calls", "compactions")
+TABLES = ("sessions", "turns", "messages", "tool_calls", "compactions", "turn_usage")
+# Tables a ledger may lack (ARCHITECTURE.md §2, ledgerweb/sql/): the summary names them only when
+# rows were written or found.
+OPTIONAL = ("compactions", "turn_usage")
 
 
 @dataclass
@@ -29,6 +32,8 @@ class SessionBundle:
     messages: list[dict]  # `messages` rows
     tool_calls: list[dict]  # `tool_calls` rows (parameters/result are JSON text)
     compactions: list[dict] = field(default_factory=list)  # optional `compactions` rows
+    # optional `turn_usage` rows: billed input with cache reads/writes, where the format has it
+    turn_usage: list[dict] = field(default_factory=list)
     children: list["SessionBundle"] = field(default_factory=list)  # subagents, written after
 
     def rows(self) -> dict[str, list[dict]]:
@@ -39,6 +44,7 @@ class SessionBundle:
             "messages": self.messages,
             "tool_calls": self.tool_calls,
             "compactions": self.compactions,
+            "turn_usage": self.turn_usage,
         }
 
 
@@ -122,7 +128,7 @@ class ImportReport:
             f"{table}: {self.added[table]} added, {self.present[table]} already there"
             + (f", {self.updated[table]} brought up to date" if self.updated[table] else "")
             for table in TABLES
-            if self.added[table] or self.present[table] or table != "compactions"
+            if self.added[table] or self.present[table] or table not in OPTIONAL
         ]
         if self.skips:
             lines += _listed(f"Skipped {len(self.skips)} malformed record(s):", self.skips)

@@ -381,6 +381,7 @@ def _build_session(*, where, session_id, entries, routing_key, label, report):
         messages=rows.messages,
         tool_calls=rows.tool_calls,
         compactions=rows.compactions,
+        turn_usage=rows.turn_usage,
     )
     return bundle, rows.agent_ids
 
@@ -395,6 +396,7 @@ class _Rows:
         self.messages: list[dict] = []
         self.tool_calls: list[dict] = []
         self.compactions: list[dict] = []
+        self.turn_usage: list[dict] = []
         self.calls_by_id: dict[str, dict] = {}
         self.agent_ids: dict[str, str] = {}  # tool call id -> the subagent its result names
 
@@ -424,6 +426,8 @@ class _Rows:
                 elif kind == "image":
                     self.report.unmapped("Claude Code image blocks")
         self.turns.append(self._turn_row(turn, calls, is_tail))
+        if usage := _billed_usage(turn):
+            self.turn_usage.append(usage)
 
     def _text_of(self, entry: Entry) -> str:
         if entry.is_compact_boundary:
@@ -564,10 +568,26 @@ def _api_error(turn: TurnBuild) -> bool:
     return bool(answers) and bool(answers[-1].data.get("isApiErrorMessage"))
 
 
+# Anthropic's usage splits input three ways; all three are billed input (at different rates).
+INPUT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
 def _usage(turn: TurnBuild) -> tuple[int | None, int | None, str | None]:
     """Tokens of a turn: the prompt of its last model call (the context the agent then held,
-    cache included) and the output of all its calls. One API response is written on several
-    lines (one per content block) with the same message id and usage, so it is counted once."""
+    cache included) and the output of all its calls."""
+    responses, model = _responses(turn)
+    if not responses:
+        return None, None, model
+    last = responses[-1]
+    prompt = sum(int_or_zero(last.get(k)) for k in INPUT_KEYS)
+    completion = sum(int_or_zero(u.get("output_tokens")) for u in responses)
+    return prompt, completion, model
+
+
+def _responses(turn: TurnBuild) -> tuple[list[dict], str | None]:
+    """The usage of each model call of a turn, in order, and the model that answered. One API
+    response is written on several lines (one per content block) with the same message id and
+    usage, so it is counted once."""
     responses: dict[str, dict] = {}
     model = None
     for entry in turn.entries:
@@ -579,15 +599,27 @@ def _usage(turn: TurnBuild) -> tuple[int | None, int | None, str | None]:
         usage = message.get("usage")
         if isinstance(usage, dict):
             responses[message.get("id") or entry.uuid] = usage
+    return list(responses.values()), model
+
+
+def _billed_usage(turn: TurnBuild) -> dict | None:
+    """The optional turn_usage row: the input billed over all of the turn's calls (cache reads
+    and writes included, and apart), the output, and how many calls there were."""
+    responses, _ = _responses(turn)
     if not responses:
-        return None, None, model
-    last = list(responses.values())[-1]
-    prompt = sum(
-        int_or_zero(last.get(k))
-        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    )
-    completion = sum(int_or_zero(u.get("output_tokens")) for u in responses.values())
-    return prompt, completion, model
+        return None
+
+    def total(key: str) -> int:
+        return sum(int_or_zero(usage.get(key)) for usage in responses)
+
+    return {
+        "turn_id": turn.id,
+        "model_calls": len(responses),
+        "input_tokens": sum(total(key) for key in INPUT_KEYS),
+        "cache_read_tokens": total("cache_read_input_tokens"),
+        "cache_write_tokens": total("cache_creation_input_tokens"),
+        "output_tokens": total("output_tokens"),
+    }
 
 
 def _nonempty_str(value) -> str | None:

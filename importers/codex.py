@@ -245,6 +245,12 @@ class _Turn:
     last_ms: int = 0
     completion: int = 0
     compaction: bool = False
+    # What the turn's model calls billed (the optional turn_usage row): each new token_count
+    # is one call; its last_token_usage says what that call read and wrote.
+    model_calls: int = 0
+    billed_input: int = 0
+    cached_input: int = 0
+    billed_output: int = 0
 
 
 class _Rollout:
@@ -476,10 +482,18 @@ class _Rollout:
             turn.row["prompt_tokens"] = last["input_tokens"]
             self.context_tokens = last["input_tokens"] + int_or_zero(last.get("output_tokens"))
         # Codex repeats a token_count now and then; the running total counts each output once.
+        repeated = False
         if isinstance(total, dict) and isinstance(total.get("output_tokens"), int):
             grown = total["output_tokens"] - (self.total_output or 0)
             turn.completion += grown if grown >= 0 else int_or_zero(last.get("output_tokens"))
             self.total_output = total["output_tokens"]
+            repeated = grown == 0
+        if isinstance(last.get("input_tokens"), int) and not repeated:
+            # OpenAI's input_tokens already include the cached ones (billed at the cache rate).
+            turn.model_calls += 1
+            turn.billed_input += last["input_tokens"]
+            turn.cached_input += int_or_zero(last.get("cached_input_tokens"))
+            turn.billed_output += int_or_zero(last.get("output_tokens"))
 
     def compacted(self, record: Record, ms: int, payload: dict) -> None:
         turn = self.start_turn(record, ms)
@@ -533,6 +547,7 @@ class _Rollout:
             messages=self.messages,
             tool_calls=[call for turn in self.turns for call in turn.calls],
             compactions=self.compactions,
+            turn_usage=[usage for turn in self.turns if (usage := _billed_usage(turn))],
         )
 
     def finish(self, turn: _Turn, *, is_last: bool) -> dict:
@@ -660,3 +675,17 @@ def _rollout_of(thread_id: str, near: Path) -> Path | None:
     root = next((p for p in near.parents if p.name == "sessions"), near.parent)
     pattern = f"rollout-*{thread_id}.json*"
     return next((p for p in sorted(root.rglob(pattern)) if p.is_file()), None)
+
+
+def _billed_usage(turn: _Turn) -> dict | None:
+    """The optional turn_usage row of a turn whose token counts the rollout has."""
+    if not turn.model_calls:
+        return None
+    return {
+        "turn_id": turn.row["id"],
+        "model_calls": turn.model_calls,
+        "input_tokens": turn.billed_input,
+        "cache_read_tokens": min(turn.cached_input, turn.billed_input),
+        "cache_write_tokens": 0,  # OpenAI bills no cache writes
+        "output_tokens": turn.billed_output,
+    }

@@ -13,7 +13,7 @@ import sqlite3
 from collections import Counter
 
 from importers.bundle import ImportReport, SessionBundle
-from ledgerweb.schema import expected_columns
+from ledgerweb.schema import ddl, expected_columns, table_statements
 
 FINISHED = ("completed", "failed")
 # The columns a finished source row may bring to a row the ledger holds as unfinished.
@@ -68,11 +68,18 @@ def _write_session(conn, bundle: SessionBundle, counts: dict, unmapped: Counter)
         if table == "compactions" and not _has_table(conn, "compactions"):
             unmapped["compactions (this ledger has no compactions table)"] += len(rows)
             continue
+        if table == "turn_usage" and not _has_table(conn, "turn_usage"):
+            # ledgerweb's own optional table (ledgerweb/sql/turn_usage.sql): an import that
+            # knows billed input brings it, so the pages can show it and price cache tokens.
+            for statement in table_statements(ddl(("turn_usage.sql",))):
+                conn.execute(statement)
         added = _insert(conn, table, rows)
         counts["added"][table] += added
         counts["present"][table] += len(rows) - added
         if table in PROGRESS_COLUMNS:
             counts["updated"][table] += _finish_unfinished(conn, table, rows)
+        elif table == "turn_usage":
+            counts["updated"][table] += _grow_usage(conn, rows)
     if counts["added"]["sessions"] == 0:
         counts["updated"]["sessions"] += _move_session_forward(conn, bundle.session)
 
@@ -119,6 +126,20 @@ def _finish_unfinished(conn: sqlite3.Connection, table: str, rows: list[dict]) -
                 "completed_at": row.get("completed_at"),
             },
         )
+    return conn.total_changes - before
+
+
+def _grow_usage(conn: sqlite3.Connection, rows: list[dict]) -> int:
+    """A turn that made more model calls since the last import (it was still running) takes
+    the source's larger usage; the same usage again changes nothing."""
+    before = conn.total_changes
+    conn.executemany(
+        """UPDATE turn_usage SET model_calls = :model_calls, input_tokens = :input_tokens,
+               cache_read_tokens = :cache_read_tokens, cache_write_tokens = :cache_write_tokens,
+               output_tokens = :output_tokens
+           WHERE turn_id = :turn_id AND model_calls < :model_calls""",
+        rows,
+    )
     return conn.total_changes - before
 
 

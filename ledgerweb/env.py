@@ -70,3 +70,20 @@ def env_json_object(name: str) -> dict:
     if not isinstance(value, dict):
         raise ImproperlyConfigured(f"{name} must be a JSON object, not {type(value).__name__}")
     return value
+
+
+def env_json_file(name: str) -> dict:
+    """A JSON object read from the file the variable names; {} when unset."""
+    raw = os.getenv(name, "").strip()
+    if not raw:
+        return {}
+    path = Path(raw).expanduser()
+    try:
+        value = json.loads(path.read_text())
+    except OSError as error:
+        raise ImproperlyConfigured(f"{name}={raw!r} cannot be read: {error.strerror}") from None
+    except ValueError as error:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise ImproperlyConfigured(f"{name}={raw!r} must hold a JSON object")
+    return value

@@ -7,10 +7,11 @@ exits non-zero on errors) and by the staff page /health/.
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from urllib.parse import urlencode
 
 from django.urls import NoReverseMatch, reverse
 
-from ledgerweb import schema, sqlite
+from ledgerweb import prices, schema, sqlite
 from ledgerweb.db import LEDGER, ledger_path_of
 from ledgerweb.timestamps import now_ms
 
@@ -201,6 +202,41 @@ def unknown_statuses(tables: set[str]) -> list[Finding]:
     return findings
 
 
+# -- Prices --------------------------------------------------------------------------------------
+
+# Model names are few; a ledger with more distinct ones than this is listed up to here.
+LISTED_MODELS = 50
+
+
+def unpriced_models(tables: set[str]) -> Finding:
+    """Model names in the ledger that neither genai-prices nor MODEL_PRICES knows: their tokens
+    are shown as "no price" and counted apart (ledgerweb/prices.py)."""
+    counts: dict[str, list[int]] = {}
+    for table, column in (("turns", "model"), ("nexus_requests", "agent_model")):
+        if table in tables:
+            for name, n in sqlite.rows(
+                f"SELECT {column}, count(*) FROM {table} WHERE {column} IS NOT NULL GROUP BY 1"
+            ):
+                counts.setdefault(name, [0, 0])[table == "nexus_requests"] += n
+    unmatched = sorted((name for name in counts if not prices.is_priced(name)), key=str)
+    request_list = _url("pipeline:requests")
+    examples = [
+        Example(
+            f"{name!r}: {turns:,} turn{'s' * (turns != 1)}, "
+            f"{requests:,} request{'s' * (requests != 1)}",
+            f"{request_list}?{urlencode({'model': name})}" if requests and request_list else None,
+        )
+        for name in unmatched[:LISTED_MODELS]
+        for turns, requests in [counts[name]]
+    ]
+    return Finding(
+        "known prices", WARNING,
+        "models without a known price: their tokens show \"no price\" and are counted apart, "
+        "never as $0 (add them to MODEL_PRICES, see the README)",
+        sqlite.CappedCount(len(unmatched), False), examples, passed=not unmatched,
+    )  # fmt: skip
+
+
 # -- The file ------------------------------------------------------------------------------------
 
 
@@ -266,6 +302,7 @@ def run_checks() -> list[Finding]:
     else:
         findings += [check() for check in NEXUS_CHECKS]
     findings += unknown_statuses(tables)
+    findings.append(unpriced_models(tables))
     findings += file_facts()
     order = {ERROR: 0, WARNING: 1, INFO: 2}
     return sorted(findings, key=lambda f: (f.passed, order[f.severity]))

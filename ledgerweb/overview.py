@@ -6,10 +6,13 @@ from pathlib import Path
 from django.db import connections
 
 from ledgerweb import schema, sqlite
+from ledgerweb.costs import CostSum
 from ledgerweb.db import LEDGER, ledger_path_of
 from ledgerweb.timestamps import now_ms
+from pipeline.charts import window_costs
 
 COUNT_CAP = 10_000
+COST_WINDOWS = ("24h", "30d")
 LATEST = 8
 DAY_MS = 86_400_000
 
@@ -33,6 +36,8 @@ class LedgerOverview:
     last_day: dict[str, int] = field(default_factory=dict)
     latest_sessions: list[dict] = field(default_factory=list)
     latest_requests: list[dict] = field(default_factory=list)
+    # What the agent runs cost over the last 24 h and 30 d (the dashboard's cost chart totals).
+    costs: dict[str, CostSum] = field(default_factory=dict)
 
     @property
     def has_sessions(self) -> bool:
@@ -91,6 +96,7 @@ def ledger_overview() -> LedgerOverview:
             " WHERE started_at > %s AND started_at <= %s AND status = 'failed'",
             last_day,
         )
+        overview.costs = window_costs(COST_WINDOWS)
     return overview
 
 

@@ -16,10 +16,12 @@ DDL_FILES = {
     "agents_ledger.sql": ("sessions", "turns", "messages", "tool_calls"),
     "nexus_ledger.sql": ("nexus_requests",),
     "compactions.sql": ("compactions",),
+    "turn_usage.sql": ("turn_usage",),
 }
 AGENTS_TABLES = DDL_FILES["agents_ledger.sql"]
 NEXUS_TABLES = DDL_FILES["nexus_ledger.sql"]
-OPTIONAL_TABLES = DDL_FILES["compactions.sql"]
+# Tables a ledger may lack: pages check for them (sqlite.table_names()) and do without.
+OPTIONAL_TABLES = DDL_FILES["compactions.sql"] + DDL_FILES["turn_usage.sql"]
 LEDGER_TABLES = AGENTS_TABLES + NEXUS_TABLES + OPTIONAL_TABLES
 
 

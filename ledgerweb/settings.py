@@ -9,7 +9,16 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
 from ledgerweb.db import CONN_MAX_AGE_S, ledger_databases
-from ledgerweb.env import env_bool, env_int, env_json_object, env_list, env_path, env_str
+from ledgerweb.env import (
+    env_bool,
+    env_int,
+    env_json_file,
+    env_json_object,
+    env_list,
+    env_path,
+    env_str,
+)
+from ledgerweb.prices import parse_price_overrides
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -40,22 +49,16 @@ LEDGER_QUERY_TIMEOUT_MS = env_int("LEDGER_QUERY_TIMEOUT_MS", 2000, minimum=1)
 # The staff health page scans whole tables on purpose: each of its queries may take this long.
 LEDGER_HEALTH_TIMEOUT_MS = env_int("LEDGER_HEALTH_TIMEOUT_MS", 25_000, minimum=1)
 
-# Context windows (tokens) for the thread page's gauge. A model matches its exact name or the
-# longest name here that it starts with. Add or override with MODEL_CONTEXT_WINDOWS='{"m": 64000}'.
-MODEL_CONTEXT_WINDOWS = {
-    "claude-opus-4": 200_000,
-    "claude-sonnet-4": 200_000,
-    "claude-haiku-4": 200_000,
-    "claude-3-5-sonnet": 200_000,
-    "claude-3-5-haiku": 200_000,
-    "gpt-5": 400_000,
-    "gpt-4.1": 1_047_576,
-    "gpt-4o": 128_000,
-    "o3": 200_000,
-    "o4-mini": 200_000,
-    "gemini-2.5-pro": 1_048_576,
-    "gemini-2.5-flash": 1_048_576,
-} | env_json_object("MODEL_CONTEXT_WINDOWS")
+# Context windows (tokens) for the thread page's gauge come from genai-prices' model data
+# (ledgerweb/prices.py); this adds or overrides them: MODEL_CONTEXT_WINDOWS='{"m": 64000}'. A
+# model matches its exact name or the longest name here that it starts with.
+MODEL_CONTEXT_WINDOWS = env_json_object("MODEL_CONTEXT_WINDOWS")
+# Prices for models genai-prices does not know, or at other rates (self-hosted, negotiated):
+# MODEL_PRICES_FILE (a JSON file) and MODEL_PRICES (JSON, wins), checked here at start-up.
+MODEL_PRICES = parse_price_overrides(
+    env_json_file("MODEL_PRICES_FILE") | env_json_object("MODEL_PRICES"),
+    "MODEL_PRICES / MODEL_PRICES_FILE",
+)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

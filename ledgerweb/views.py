@@ -49,6 +49,7 @@ def _overview_json(summary, staff: bool) -> dict:
             for c in summary.counts
         },
         "last_24h": summary.last_day,
+        "cost": {window: total.as_json() for window, total in summary.costs.items()},
         "latest_sessions": summary.latest_sessions,
         "latest_requests": summary.latest_requests,
     }

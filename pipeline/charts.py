@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from functools import cached_property
 from urllib.parse import urlencode
 
@@ -19,7 +20,9 @@ import numpy as np
 from django.urls import reverse
 from django.utils import timezone
 
+from ledgerweb.costs import CostSum, TurnCost, turn_cost, usd
 from ledgerweb.params import NOT_APPLIED, problem, reject
+from ledgerweb.prices import TokenUsage
 from ledgerweb.sqlite import LedgerQueryTimeout
 from ledgerweb.timestamps import now_ms
 from pipeline import rollups
@@ -733,6 +736,125 @@ def tokens(f: DashboardFilters) -> ChartResult:
     return ChartResult(data, [figure], notes)
 
 
+# -- 6b. Cost -----------------------------------------------------------------------------------
+
+
+@dataclass
+class ModelCosts:
+    starts: list[int]
+    by_model: dict  # priced model → USD of each bucket (Decimal)
+    window: CostSum  # the whole window, priced and unpriced requests
+    unpriced: Counter  # model without a price → requests
+    off_axis: int = 0
+
+
+def _priced_hours(f: DashboardFilters) -> list[tuple[int, object, int, TurnCost]]:
+    """(hour, model, requests, cost) of the window: facts are read per hour (or finer) and each
+    hour's sums priced at that hour's rates (see pipeline/costs.py for why a long-context band
+    is summed apart)."""
+    sums: dict[tuple, list[int]] = {}  # (hour, model, band) → [requests, prompt, completion]
+    for bucket, _, model, sub, n, total, _ in f.facts("usage", min(f.bucket_ms, HOUR)):
+        part, _, band = str(sub).partition(":")
+        acc = sums.setdefault((bucket, model, band), [0, 0, 0])
+        acc[0] += n if part == "prompt" else 0
+        acc[1 if part == "prompt" else 2] += total or 0
+    return [
+        (hour, model, n, turn_cost(model, hour, TokenUsage(prompt, completion, calls=max(n, 1)),
+                                   exact=False))
+        for (hour, model, _), (n, prompt, completion) in sums.items()
+    ]  # fmt: skip
+
+
+def _model_costs(f: DashboardFilters) -> ModelCosts:
+    size = f.bucket_ms
+    starts = _buckets(f)
+    index = {start: i for i, start in enumerate(starts)}
+    costs = ModelCosts(starts, {}, CostSum("request"), Counter())
+    for hour, model, n, cost in _priced_hours(f):
+        costs.window.add(cost, n)
+        i = index.get(hour // size * size)
+        if not cost.priced:
+            costs.unpriced[model] += n
+        elif i is None:
+            costs.off_axis += n
+        else:
+            costs.by_model.setdefault(model, [Decimal(0)] * len(starts))[i] += cost.amount
+    return costs
+
+
+def window_costs(windows: tuple[str, ...]) -> dict[str, CostSum]:
+    """What the agent runs of preset windows ("24h", "30d") cost, as the cost chart sums them:
+    the longest window's hours are read once, and each window adds those from its start (a
+    preset window starts on the hour)."""
+    longest = max(windows, key=lambda w: WINDOWS[w])
+    hours = _priced_hours(DashboardFilters.from_query({"window": longest}))
+    totals = {}
+    for window in windows:
+        since = DashboardFilters.from_query({"window": window}).since_ms
+        totals[window] = total = CostSum("request")
+        for hour, _, n, cost in hours:
+            if hour >= since:
+                total.add(cost, n)
+    return totals
+
+
+def cost(f: DashboardFilters) -> ChartResult:
+    c = _model_costs(f)
+    models, _ = _most({m: sum(v) for m, v in c.by_model.items()}, len(c.by_model))
+    models, others = _bounded_series(c.by_model, models, len(c.starts))
+    x = _axis_times(c.starts)
+    names = labels(models)
+    traces = [
+        {"type": "bar", "name": name, "x": x, "y": [float(a) for a in c.by_model[model]],
+         "customdata": [f.list_url(*_bucket_range(f, start), model=model) for start in c.starts],
+         "hovertemplate": "%{fullData.name}: $%{y:,.4f}<extra></extra>"}
+        for model, name in zip(models, names, strict=True)
+    ]  # fmt: skip
+    if others:
+        traces.append(_others_trace("other models", x, [float(a) for a in others]))
+    figure = {
+        "data": traces,
+        "layout": _layout(
+            xaxis=TIME_AXIS,
+            yaxis={"title": {"text": "USD (≈)"}, "rangemode": "tozero", "tickprefix": "$",
+                   "automargin": True},
+        ),
+    }  # fmt: skip
+    by_name = {name: [usd(a) for a in c.by_model[m]] for m, name in zip(models, names, strict=True)}
+    if others:
+        by_name["other models"] = [usd(a) for a in others]
+    unpriced = sorted(c.unpriced, key=lambda m: (-c.unpriced[m], key_order(m)))
+    unpriced, unlisted = unpriced[:MAX_CATEGORIES], unpriced[MAX_CATEGORIES:]
+    data = {
+        "bucket_ms": f.bucket_ms,
+        "bucket_starts": c.starts,
+        "total": c.window.as_json(),
+        "models": by_name,
+        "unpriced": [
+            {"model": m, "label": label, "requests": c.unpriced[m], "url": f.list_url(model=m)}
+            for m, label in zip(unpriced, labels(unpriced), strict=True)
+        ],
+        "off_axis": c.off_axis,
+    }
+    notes = [
+        f"Total for the window: {c.window.label}. ≈: the ledger has prompt and completion tokens"
+        " per request, not cache tokens; prompts are priced as uncached input, at each model's"
+        " prices of the hour (genai-prices, or MODEL_PRICES)."
+    ]
+    if unpriced:
+        requests, models = sum(c.unpriced.values()), len(c.unpriced)
+        notes.append(
+            f"{requests:,} request{'s' * (requests != 1)} of {models} model{'s' * (models != 1)}"
+            f" without a known price are not counted: {', '.join(labels(unpriced[:5]))}"
+            + (", …" if models > 5 else "")
+            + "."
+        )
+    hidden = sum(c.unpriced[m] for m in unlisted)
+    notes += _rest_note(len(unlisted), "models without a price", f" ({hidden:,} requests)")
+    notes += _off_axis_note(c.off_axis)
+    return ChartResult(data, [figure], notes)
+
+
 # -- 7. Delivery --------------------------------------------------------------------------------
 
 # What a delivery flag says (pipeline.flags.FLAG_STATES): series name, JSON name, colour.
@@ -795,6 +917,7 @@ CHARTS = {
         Chart("sources", "Sources and principals",
               "Requests by event source and by principal, by status.", sources),
         Chart("tokens", "Tokens", "Agent tokens over time, by model.", tokens),
+        Chart("cost", "Cost", "What the agent runs cost over time, by model (≈).", cost),
         Chart("delivery", "Delivery", "Responses delivered or not, by channel.", delivery),
     )
 }  # fmt: skip

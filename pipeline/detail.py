@@ -12,6 +12,7 @@ from ledgerweb.health import STUCK_AFTER_MS
 from ledgerweb.paging import capped
 from ledgerweb.text import JsonText, parse_json, show_json
 from ledgerweb.timestamps import elapsed_ms, now_ms
+from pipeline.costs import request_cost
 from pipeline.filters import RequestFilters
 from pipeline.models import NexusRequest
 from pipeline.signatures import signature
@@ -78,6 +79,11 @@ class RequestDetail:
     cards: dict[str, StageCard] = field(default_factory=dict)
     failing_hook: str | None = None
     handled_text: str = ""
+
+    @property
+    def cost(self):
+        """The ≈ cost of the agent run (pipeline/costs.py); None when it used no tokens."""
+        return request_cost(self.request)
 
     @property
     def running(self) -> bool:

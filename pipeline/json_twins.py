@@ -2,7 +2,9 @@
 
 from dataclasses import asdict
 
+from ledgerweb.costs import cost_json
 from ledgerweb.paging import list_envelope
+from pipeline.costs import request_cost
 from pipeline.detail import RequestDetail
 from pipeline.filters import RequestFilters
 from pipeline.listing import RequestPage
@@ -20,10 +22,14 @@ def request_list(filters: RequestFilters, page: RequestPage) -> dict:
         "until": filters.until_ms,
         "requests": [
             {name: getattr(row.request, name) for name in SUMMARY_FIELDS}
-            | {"duration_ms": row.duration_ms, "error": row.error_line}
+            | {"duration_ms": row.duration_ms, "error": row.error_line, "cost": _cost(row.request)}
             for row in page.rows
         ],
     }
+
+
+def _cost(r) -> dict | None:
+    return cost_json(request_cost(r))
 
 
 def request_detail(d: RequestDetail) -> dict:
@@ -32,6 +38,7 @@ def request_detail(d: RequestDetail) -> dict:
     return {
         "request": fields,
         "duration_ms": d.duration_ms,
+        "cost": _cost(r),
         "problems": d.problems,
         "waterfall": [asdict(bar) for bar in d.bars],
         "hooks_matched_not_fired": d.hooks.matched_not_fired,

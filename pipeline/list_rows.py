@@ -7,14 +7,21 @@ of microseconds. Every value from the ledger goes through escape().
 
 from django.utils.safestring import SafeString, mark_safe
 
+from ledgerweb.costs import cost_html
 from ledgerweb.html_parts import IdUrls, css_name, escape
 from ledgerweb.templatetags.ledger import duration, timestamp
+from pipeline.costs import request_cost
 from pipeline.listing import RequestRow
 
 
 def request_rows_html(rows: list[RequestRow]) -> SafeString:
     urls = IdUrls("pipeline:request")
     return mark_safe("\n".join(_row(row, urls) for row in rows))  # ledger values escaped below
+
+
+def _cost(r) -> str:
+    cost = request_cost(r)
+    return cost_html(cost, "td")
 
 
 def _row(row: RequestRow, urls: IdUrls) -> str:
@@ -34,5 +41,6 @@ def _row(row: RequestRow, urls: IdUrls) -> str:
         f'<td><code class="small">{escape(r.principal_id or "—")}</code></td>'
         f"<td>{escape(r.stage)}</td>"
         f'<td class="num">{escape(duration(row.duration_ms))}</td>'
+        f"{_cost(r)}"
         f"<td>{error}</td></tr>"
     )

@@ -18,6 +18,7 @@ COUNT_CAP = 10_000
 LIST_COLUMNS = (
     "id", "status", "started_at", "completed_at", "event_source", "event_type", "principal_id",
     "stage", "error_stage", "error_message", "stage_timings", "session_key", "session_persona",
+    "agent_model", "agent_tokens_prompt", "agent_tokens_completion",  # the row's cost
 )  # fmt: skip
 
 

@@ -33,8 +33,10 @@ import numpy as np
 from django.db import connections, transaction
 
 from ledgerweb import sqlite
+from ledgerweb.costs import tier_band_sql
 from ledgerweb.db import LEDGER, ledger_path_of
 from ledgerweb.timestamps import now_ms
+from pipeline.costs import usable_tokens_sql
 from pipeline.flags import HANDLED_BY, flag_state
 from pipeline.models import RollupFact, RollupHour, RollupLedger, RollupTimings
 from pipeline.signatures import SQL_FUNCTION
@@ -67,6 +69,8 @@ FORGET_ROWS = 50_000
 # Every query returns (bucket, source, persona, key, sub, n, total, last), grouped. {bucket} is
 # the start of the row's time bucket, {where} selects the rows (time ranges and filters).
 _COLUMNS = "{bucket}, event_source, session_persona"
+_PROMPT = usable_tokens_sql("agent_tokens_prompt")
+_COMPLETION = usable_tokens_sql("agent_tokens_completion")
 FACTS = {
     # Requests by status; the source is also the key, so combined rows keep it (by source).
     "source": f"""SELECT {_COLUMNS}, event_source, status, count(*), NULL, NULL
@@ -79,6 +83,12 @@ FACTS = {
             sum(CASE WHEN typeof(agent_tokens_total) = 'integer' THEN agent_tokens_total
                 ELSE 0 END), NULL
         FROM nexus_requests WHERE {{where}} AND agent_tokens_total IS NOT NULL
+        GROUP BY 1, 2, 3, 4, 5""",
+    # Prompt and completion token sums by model and long-context band, for the cost chart:
+    # split into two rows (sub "prompt:<band>" and "completion:<band>") by _usage_facts.
+    "usage": f"""SELECT {_COLUMNS}, agent_model, {tier_band_sql(_PROMPT)}, count(*),
+            sum({_PROMPT}), sum({_COMPLETION})
+        FROM nexus_requests WHERE {{where}} AND {_PROMPT} + {_COMPLETION} > 0
         GROUP BY 1, 2, 3, 4, 5""",
     # A response: a request with a delivery channel or a delivery flag (a channel may be NULL).
     "delivery": f"""SELECT {_COLUMNS}, delivery_channel, {flag_state("delivery_success")},
@@ -110,6 +120,7 @@ FACT_COLUMNS = (
     "started_at", "status", "event_source", "session_persona", "principal_id", "agent_model",
     "agent_tokens_total", "delivery_channel", "delivery_success", "error_stage", "error_message",
     "hooks_matched", "hooks_fired", "hooks_handled", "hooks_context", "stage_timings",
+    "agent_tokens_prompt", "agent_tokens_completion",  # the cost chart's "usage" fact
 )  # fmt: skip
 CHECKSUM_FUNCTION = "ledger_row_checksum"
 _ROW_CHECKSUM = (
@@ -163,8 +174,18 @@ def _hook_facts(rows) -> list[tuple]:
     return [(*group, n, None, None) for group, n in counts.items()]
 
 
+def _usage_facts(rows) -> list[tuple]:
+    """(model, band, requests, prompt sum, completion sum) → a prompt and a completion row, so
+    each sum is a `total` that stored hours add up like any other."""
+    return [
+        (bucket, source, persona, model, f"{part}:{band}", n, total, None)
+        for bucket, source, persona, model, band, n, prompt, completion in rows
+        for part, total in (("prompt", prompt), ("completion", completion))
+    ]
+
+
 # Per-kind rewriting of the raw query's rows before they are stored or summed.
-TRANSFORMS = {"hooks": _hook_facts}
+TRANSFORMS = {"hooks": _hook_facts, "usage": _usage_facts}
 
 
 @dataclass

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
 from ledgerweb import sqlite
+from ledgerweb.costs import CostSum
 from sessions.alternatives import add_answers
-from sessions.detail import FAILED, TurnInfo, add_aggregates
+from sessions.detail import FAILED, TurnInfo, add_aggregates, add_costs, sum_costs
 from sessions.membership import turn_in_session
 from sessions.models import Session
 from sessions.thread import ancestor_path
@@ -43,8 +44,9 @@ class Side:
     first_turns: list[TurnInfo] = field(default_factory=list)  # after the fork point, in order
     hidden_turns: int = 0  # between first_turns and last_turns, counted only
     last_turns: list[TurnInfo] = field(default_factory=list)
-    # What the side adds after the fork point. The cost helper adds "cost" here.
+    # What the side adds after the fork point.
     totals: dict = field(default_factory=dict)
+    cost: CostSum = field(default_factory=CostSum)  # of every turn after the fork point
     response: Response | None = None
 
     @property
@@ -75,6 +77,8 @@ def compare(session: Session, a_id: str, b_id: str) -> Comparison:
     while shared < min(len(path_a), len(path_b)) and path_a[shared].id == path_b[shared].id:
         shared += 1
     fork_point = path_a[shared - 1] if shared else None
+    # Costs of every turn after the fork point (one query), for the sides' totals.
+    add_costs({t.id: t for path in (path_a, path_b) for t in path[shared:]})
     for side, path in ((a, path_a), (b, path_b)):
         _fill(side, path[shared:])
     # Previews, answers and tool-call counts of the turns shown: one batch for both sides.
@@ -114,6 +118,7 @@ def _fill(side: Side, after: list[TurnInfo]) -> None:
         "duration_ms": sum(durations) if durations else None,
     }
     side.totals["tool_calls"], side.totals["failed_tool_calls"] = _call_counts(after)
+    side.cost = sum_costs(after)
 
 
 def _call_counts(turns: list[TurnInfo]) -> tuple[int, int]:

@@ -3,7 +3,9 @@
 from dataclasses import dataclass, field
 
 from ledgerweb import sqlite
+from ledgerweb.costs import CostSum, TurnCost
 from ledgerweb.db import ledger_path_of
+from ledgerweb.prices import TokenUsage
 from ledgerweb.text import plain_preview
 from ledgerweb.timestamps import elapsed_ms
 from sessions import tree
@@ -11,6 +13,7 @@ from sessions.alternatives import Alternative, alternatives_of
 from sessions.forking import fork_point_of, forks_by_point
 from sessions.kinds import FORK, SUBAGENT, RoutingKey, children_prefix
 from sessions.models import Session
+from sessions.usage import billed_usage, cost_of_turn
 
 FAILED = "failed"
 KNOWN_TURN_STATUSES = {"pending", "streaming", "completed", FAILED}
@@ -41,6 +44,8 @@ class TurnInfo:
     compaction_summary: str | None = None
     inherited: bool = False  # a turn of the origin session, above a fork's own turns
     answer: str = ""  # read only for turns with siblings (sessions/alternatives.py)
+    billed: TokenUsage | None = None  # what its calls billed (optional turn_usage table)
+    cost: TurnCost | None = None  # None: no tokens to price
 
     @property
     def duration_ms(self) -> int | None:
@@ -107,6 +112,18 @@ class SessionTree:
             "failed_turns": sum(1 for t in own if t.status == FAILED),
             "compactions": sum(1 for t in own if t.is_compaction),
         }
+
+    @property
+    def cost(self) -> CostSum:
+        """What the session's own turns cost (inherited ones are the origin's)."""
+        return sum_costs(self.own_turns)
+
+
+def sum_costs(turns) -> CostSum:
+    total = CostSum()
+    for turn in turns:
+        total.add(turn.cost)
+    return total
 
 
 # Trees a worker keeps while the ledger is unchanged (sqlite.ledger_version): moving around one
@@ -201,11 +218,13 @@ def _add_inherited_turns(session: Session, turns: dict[str, TurnInfo], problems)
 
 
 def add_aggregates(turns: dict[str, TurnInfo]) -> None:
-    """Tool-call counts, the first user message and compaction summaries, for all turns at once:
-    three queries whatever the number of turns."""
+    """Tool-call counts, the first user message, compaction summaries and costs, for all turns
+    at once: four queries whatever the number of turns."""
     if not turns:
         return
     ids_sql, ids = sqlite.in_list(turns)
+    tables = sqlite.table_names()
+    add_costs(turns, tables)
     for turn_id, calls, failed in sqlite.rows(
         f"""SELECT turn_id, count(*), sum(status = 'failed') FROM tool_calls
             WHERE turn_id IN {ids_sql} GROUP BY turn_id""",
@@ -226,12 +245,20 @@ def add_aggregates(turns: dict[str, TurnInfo]) -> None:
     ):
         if content is not None:
             turns[turn_id].preview = plain_preview(content, 140)
-    if "compactions" in sqlite.table_names():
+    if "compactions" in tables:
         for turn_id, summary in sqlite.rows(
             f"SELECT turn_id, substr(summary, 1, 400) FROM compactions WHERE turn_id IN {ids_sql}",
             ids,
         ):
             turns[turn_id].compaction_summary = plain_preview(summary, 140) or "(no summary)"
+
+
+def add_costs(turns: dict[str, TurnInfo], tables: set[str] | None = None) -> None:
+    """Each turn's billed usage (the optional turn_usage table: one query) and cost."""
+    billed = billed_usage(turns, tables)
+    for turn in turns.values():
+        turn.billed = billed.get(turn.id)
+        turn.cost = cost_of_turn(turn, billed)
 
 
 def _structure_problems(session: Session, turns, layout: tree.Layout) -> list[tree.Problem]:

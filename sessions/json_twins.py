@@ -3,6 +3,7 @@
 from collections.abc import Callable
 from dataclasses import asdict
 
+from ledgerweb.costs import cost_json
 from ledgerweb.paging import list_envelope
 from sessions.detail import SessionTree, TurnInfo
 from sessions.kinds import RoutingKey
@@ -32,14 +33,25 @@ def _session(s) -> dict:
 def session_list(filters: SessionFilters, page: SessionPage) -> dict:
     return list_envelope(filters, page) | {
         "sessions": [
-            _session(r.session) | {"turns": r.turns, "branches": r.leaves, "hint": r.hint}
+            _session(r.session)
+            | {
+                "turns": r.turns,
+                "branches": r.leaves,
+                "hint": r.hint,
+                "cost": r.cost.as_json() if r.cost else None,
+            }
             for r in page.rows
         ],
     }
 
 
 def _turn(t: TurnInfo) -> dict:
-    return asdict(t) | {"duration_ms": t.duration_ms, "is_compaction": t.is_compaction}
+    return asdict(t) | {
+        "duration_ms": t.duration_ms,
+        "is_compaction": t.is_compaction,
+        "billed": asdict(t.billed) if t.billed else None,
+        "cost": cost_json(t.cost),
+    }
 
 
 # Turns per page of a session's JSON twin: ~1 MB (50,000 turns in one answer were 28 MB).
@@ -57,6 +69,7 @@ def session_detail(session_tree: SessionTree, number: int, page_url: Callable[[i
     return {
         "session": _session(session_tree.session),
         "totals": session_tree.totals,
+        "cost": session_tree.cost.as_json(),
         "problems": [asdict(p) for p in session_tree.problems],
         "parent_session": _session(related.parent) if related.parent else None,
         "spawning_tool_call": related.tool_call,
@@ -144,6 +157,11 @@ def thread(the_thread: Thread, page_url: Callable[[int], str]) -> dict:
         "context_tokens": the_thread.context_tokens,
         "context_window": the_thread.context_window,
         "cumulative_tokens": the_thread.total_tokens,
+        "cost": {
+            "spent": the_thread.spent.as_json(),
+            "resume": cost_json(the_thread.resume_cost(cached=False)),
+            "resume_cached": cost_json(the_thread.resume_cost(cached=True)),
+        },
         "compaction": asdict(the_thread.compaction) if the_thread.compaction else None,
         "steps": [
             {

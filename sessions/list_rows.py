@@ -22,6 +22,14 @@ def _count(n) -> str:
     return f"{n:,}" if isinstance(n, int) else escape(n)
 
 
+def _cost(cost) -> str:
+    if cost is None or not (cost.priced or cost.unpriced):
+        return '<td class="num"></td>'
+    unpriced = f" + {cost.unpriced:,} unpriced" if cost.unpriced else ""
+    title = escape(cost.unpriced_note or "What the session's own turns cost")
+    return f'<td class="num cost" title="{title}">{escape(cost.label)}{unpriced}</td>'
+
+
 def _row(r: SessionRow, urls: IdUrls) -> str:
     s, routing = r.session, r.routing
     kind = (
@@ -37,5 +45,6 @@ def _row(r: SessionRow, urls: IdUrls) -> str:
         f'<td><span class="status status-{css_name(str(s.status))}">{escape(s.status)}</span></td>'
         f'<td class="num">{_count(r.turns)}</td>'
         f'<td class="num">{_count(r.leaves)}</td>'
+        f"{_cost(r.cost)}"
         f"<td>{timestamp(s.updated_at)}</td></tr>"
     )

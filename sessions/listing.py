@@ -13,17 +13,22 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from ledgerweb import sqlite
+from ledgerweb.costs import CostSum, usd
 from ledgerweb.db import LEDGER
-from ledgerweb.paging import capped, keyset_page
+from ledgerweb.paging import capped, keyset_page, page_cursor
 from ledgerweb.params import Cursor, choice, iso_date, read, reject, text
 from ledgerweb.sqlite import CappedCount
 from ledgerweb.text import first_line
 from sessions.kinds import FORK, KINDS, MAIN, SUBAGENT, RoutingKey
 from sessions.models import Session
+from sessions.usage import session_costs
 
 PAGE_SIZE = 50
 COUNT_CAP = 10_000
-SORTS = {"activity": "updated_at", "created": "created_at"}
+# Sort → the time column pages and the date filters use. "cost" prices the most recently active
+# COST_SORT_SCOPE matching sessions and sorts those (pricing every match would be unbounded).
+SORTS = {"activity": "updated_at", "created": "created_at", "cost": "updated_at"}
+COST_SORT_SCOPE = 500
 HIDDEN_STATUSES = ("archived", "deleted")
 # The Status select beside its default, "not archived" (every status but HIDDEN_STATUSES). No
 # "active": in most ledgers it lists the very sessions the default lists. Any status still works
@@ -177,6 +182,7 @@ class SessionRow:
     turns: int = 0
     leaves: int = 0
     hint: str = ""
+    cost: CostSum | None = None  # its own turns' (sessions.usage.session_costs)
 
     @property
     def routing(self) -> RoutingKey:
@@ -196,11 +202,14 @@ class SessionPage:
     rows: list[SessionRow]
     count: CappedCount
     next_cursor: str | None
+    note: str = ""  # what the order covers, when it is not every match
 
 
 def session_page(f: SessionFilters) -> SessionPage:
     column = SORTS[f.sort]
     count = capped(filtered_sessions(f), COUNT_CAP)
+    if f.sort == "cost":
+        return _page_by_cost(f, count)
     # Past the cap the matches are common: walk the newest rows (updated_at has an index,
     # created_at has none) instead of sorting them all.
     walk = count.capped and column == "updated_at"
@@ -208,7 +217,32 @@ def session_page(f: SessionFilters) -> SessionPage:
     sessions, cursor = keyset_page(qs, column, f.after, PAGE_SIZE)
     rows = [SessionRow(s) for s in sessions]
     _fill_row_numbers(rows)
+    costs = session_costs(r.session.id for r in rows)
+    for row in rows:
+        row.cost = costs.get(row.session.id)
     return SessionPage(rows, count, cursor)
+
+
+def _page_by_cost(f: SessionFilters, count: CappedCount) -> SessionPage:
+    """The most expensive first among the COST_SORT_SCOPE most recently active matches (equal
+    costs by last activity); the cursor names the last row shown, found again in that order."""
+    newest = filtered_sessions(f, newest_first_walk=count.capped).order_by("-updated_at", "-id")
+    candidates = list(newest[:COST_SORT_SCOPE])
+    costs = session_costs(s.id for s in candidates)
+    ranked = sorted(candidates, key=lambda s: (-costs[s.id].amount, -costs[s.id].unpriced))
+    start = 0
+    if f.after is not None:
+        ids = [s.id for s in ranked]
+        start = ids.index(f.after[1]) + 1 if f.after[1] in ids else len(ids)
+    shown = ranked[start : start + PAGE_SIZE]
+    rows = [SessionRow(s, cost=costs[s.id]) for s in shown]
+    _fill_row_numbers(rows)
+    more = start + PAGE_SIZE < len(ranked)
+    cursor = page_cursor(usd(costs[shown[-1].id].amount), shown[-1].id) if more else None
+    note = ""
+    if count.capped or count.value > COST_SORT_SCOPE:
+        note = f"Sorted by cost among the {COST_SORT_SCOPE:,} most recently active of them."
+    return SessionPage(rows, count, cursor, note)
 
 
 def _fill_row_numbers(rows: list[SessionRow]) -> None:

@@ -1,5 +1,6 @@
 """The Agents Ledger (seeds/000) as unmanaged models, column for column with
-ledgerweb/sql/agents_ledger.sql and compactions.sql (tests/test_schema_drift.py keeps them equal).
+ledgerweb/sql/agents_ledger.sql, compactions.sql and turn_usage.sql (tests/test_schema_drift.py
+keeps them equal).
 
 The runtime owns these tables: we never migrate them. References are ForeignKeys without database
 constraints because a live ledger can hold dangling ids; code that follows one must expect the
@@ -108,17 +109,22 @@ class ToolCall(models.Model):
         return f"{self.tool_name} #{self.sequence}"
 
 
-class Compaction(models.Model):
-    """Optional table: metadata of a compaction turn (ARCHITECTURE.md §2)."""
-
-    turn = models.OneToOneField(
+def _turn_key(related_name):
+    """The turn_id primary key of an optional per-turn table (compactions, turn_usage)."""
+    return models.OneToOneField(
         Turn,
         primary_key=True,
         db_column="turn_id",
         db_constraint=False,
         on_delete=models.DO_NOTHING,
-        related_name="compaction",
+        related_name=related_name,
     )
+
+
+class Compaction(models.Model):
+    """Optional table: metadata of a compaction turn (ARCHITECTURE.md §2)."""
+
+    turn = _turn_key("compaction")
     summary = models.TextField()
     summarized_turn_ids = models.TextField()  # JSON array
     kept_turn_ids = models.TextField()  # JSON array
@@ -135,3 +141,22 @@ class Compaction(models.Model):
 
     def __str__(self) -> str:
         return f"compaction {self.turn_id}"
+
+
+class TurnUsage(models.Model):
+    """Optional table, defined by ledgerweb (ledgerweb/sql/turn_usage.sql): what a turn's model
+    calls billed, cache reads and writes included, where an importer knows it."""
+
+    turn = _turn_key("usage")
+    model_calls = models.IntegerField()
+    input_tokens = models.IntegerField()
+    cache_read_tokens = models.IntegerField()
+    cache_write_tokens = models.IntegerField()
+    output_tokens = models.IntegerField()
+
+    class Meta:
+        managed = False
+        db_table = "turn_usage"
+
+    def __str__(self) -> str:
+        return f"usage of {self.turn_id}"

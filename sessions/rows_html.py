@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from django.utils.safestring import SafeString, mark_safe
 
+from ledgerweb.costs import cost_html
 from ledgerweb.html_parts import IdUrls, css_name, escape
 from ledgerweb.templatetags.ledger import duration, short_model, tokens
 from sessions.alternatives import Alternative
@@ -167,7 +168,7 @@ def _row(item: TreeItem, url: str, gutter_svg: str, model_html: str) -> str:
         f'<span class="marks">{_marks(item.marks)}{_problems(item.problems)}'
         f"{_branch(item.branch_label)}{_forks(item.forks_here)}</span>"
         f"{_alternative(item.alternative)}{_preview(t, item.alternative)}"
-        f'<span class="facts">{model_html}{_tokens(t.total_tokens)}'
+        f'<span class="facts">{model_html}{_tokens(t.total_tokens)}{cost_html(t.cost)}'
         f"{_calls(t.tool_calls, t.failed_tool_calls)}"
         f'<span class="num">{escape(duration(t.duration_ms))}</span>'
         f"</span></a>"

@@ -3,11 +3,12 @@ turn remembers (seeds/004: "a turn viewed with all its ancestry")."""
 
 from dataclasses import dataclass, field
 
-from django.conf import settings
-
-from ledgerweb import sqlite
+from ledgerweb import prices, sqlite
+from ledgerweb.costs import CostSum, TurnCost, turn_cost
+from ledgerweb.prices import TokenUsage
 from ledgerweb.text import parse_json, plain_preview
-from sessions.detail import TURN_COLUMNS, TurnInfo, add_aggregates
+from ledgerweb.timestamps import now_ms
+from sessions.detail import TURN_COLUMNS, TurnInfo, add_aggregates, add_costs, sum_costs
 
 # The thread page shows message previews; the export carries whole messages.
 THREAD_PREVIEW_CHARS = 4_000
@@ -99,6 +100,21 @@ class Thread:
         return t.total_tokens
 
     @property
+    def spent(self) -> CostSum:
+        """What the thread's turns cost, root to this turn."""
+        return sum_costs(step.turn for step in self.steps)
+
+    def resume_cost(self, *, cached: bool) -> TurnCost | None:
+        """What sending this context again costs for one call of the measured turn's model at
+        today's prices: as plain input, or (`cached`) read from the prompt cache."""
+        t = self.measured_turn
+        tokens = self.context_tokens
+        if t is None or not tokens:
+            return None
+        usage = TokenUsage(input=tokens, output=0, cache_read=tokens if cached else 0)
+        return turn_cost(t.model, now_ms(), usage, exact=False)
+
+    @property
     def groups(self) -> list[tuple[str, list[ThreadStep]]]:
         """Steps in order; runs of turns folded into a compaction summary, and of turns on
         earlier or later pages, grouped together."""
@@ -127,15 +143,8 @@ class Thread:
 
 
 def context_window_of(model: str | None) -> int | None:
-    """The context window of a model from settings.MODEL_CONTEXT_WINDOWS: exact name first, then
-    the longest known prefix (so dated versions of a model share its window)."""
-    if not model:
-        return None
-    windows = settings.MODEL_CONTEXT_WINDOWS
-    if model in windows:
-        return windows[model]
-    prefixes = [name for name in windows if model.startswith(name)]
-    return windows[max(prefixes, key=len)] if prefixes else None
+    """The context window of a model: MODEL_CONTEXT_WINDOWS, else genai-prices' model data."""
+    return prices.context_window_of(model)
 
 
 def ancestor_path(turn_id: str) -> tuple[list[TurnInfo], list[str]]:
@@ -198,7 +207,9 @@ def load_thread(
     on_page = thread.page_steps
     shown = [s for s in on_page if full_text or s.in_context]
     folded = {s.turn.id: s.turn for s in on_page if not (full_text or s.in_context)}
-    add_aggregates(folded)  # previews and tool-call counts in three queries
+    add_aggregates(folded)  # previews, tool-call counts and costs in four queries
+    # Every turn's cost, off the page too: the thread's total spent is theirs (one query).
+    add_costs({s.turn.id: s.turn for s in steps if s.turn.id not in folded})
     _add_contents([s.turn.id for s in shown], {s.turn.id: s for s in shown}, full_text)
     for step in shown:
         first_user = next((m for m in step.messages if m.role == "user"), None)

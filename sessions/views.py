@@ -310,6 +310,8 @@ def thread(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
         "thread": the_thread,
         "folded_all": folded_all,
         "page_error": page_error,
+        "resume": the_thread.resume_cost(cached=False),
+        "resume_cached": the_thread.resume_cost(cached=True),
         "can_fork": request.user.has_perm("conversations.fork_session"),
         "turn_id": turn_id,
     }
@@ -349,6 +351,11 @@ def export(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     return response
 
 
+def _json_ready(items) -> dict:
+    """asdict's dicts, with sets (a cost's unpriced model names) as sorted lists."""
+    return {k: sorted(v) if isinstance(v, set) else v for k, v in items}
+
+
 @require_GET
 @answers_bad_parameters
 def compare(request: HttpRequest, session_id: str) -> HttpResponse:
@@ -358,7 +365,9 @@ def compare(request: HttpRequest, session_id: str) -> HttpResponse:
     if wants_json(request):
         if result is None:
             return JsonResponse({"error": "choose two turns: ?a=<turn id>&b=<turn id>"}, status=400)
-        return JsonResponse(asdict(result), safe=False)
+        costs = {"cost": {"a": result.a.cost.as_json(), "b": result.b.cost.as_json()}}
+        plain = asdict(result, dict_factory=_json_ready)
+        return JsonResponse(plain | costs, safe=False)
     ctx = {"session": session, "a": a, "b": b, "result": result}
     if result is None:
         # "Compare with…": the session's leaves and branch points, to pick without typing ids.

@@ -116,6 +116,14 @@ class LedgerBuilder:
             (turn["id"], summary, json.dumps(list(summarized)), json.dumps(list(kept))),
         )
 
+    def usage(self, turn: dict, calls=1, input=0, cache_read=0, cache_write=0, output=0) -> None:
+        """What a turn's model calls billed (the optional turn_usage table)."""
+        self.conn.execute(
+            "INSERT INTO turn_usage (turn_id, model_calls, input_tokens, cache_read_tokens,"
+            " cache_write_tokens, output_tokens) VALUES (?, ?, ?, ?, ?, ?)",
+            (turn["id"], calls, input, cache_read, cache_write, output),
+        )
+
     def set_head(self, session: dict, root: dict, head: dict) -> None:
         self.conn.execute(
             "UPDATE sessions SET root_turn_id = ?, current_turn_id = ? WHERE id = ?",

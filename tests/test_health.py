@@ -111,7 +111,8 @@ def test_the_page_lists_every_check_with_its_result_and_when_it_ran(admin_client
     assert 'class="severity-error"' in rows[0] and "turn ORPHAN" in rows[0]
     passed = [row for row in rows if 'class="passed"' in row]
     checks = len(health.AGENTS_CHECKS) + len(health.NEXUS_CHECKS) + len(health.KNOWN_STATUSES)
-    assert len(passed) == checks + 1 - 1  # and the journal mode; less the failed one
+    # and the journal mode and the known prices; less the failed one
+    assert len(passed) == checks + 2 - 1
     for message in ("sessions whose head is not a leaf", "requests whose stage contradicts",
                     "turns rows with a status the seeds do not name", "in WAL mode"):  # fmt: skip
         assert any(message in row and ">passed<" in row for row in passed), message

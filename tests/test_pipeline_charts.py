@@ -4,11 +4,13 @@ the requests it counts, and no window, however absurd, makes a chart's work unbo
 
 import html
 import json
+from decimal import Decimal
 from urllib.parse import urlencode, urljoin
 
 import pytest
 from builders import LEDGER_DB, T0, parse_fragment, parse_html
 
+from ledgerweb.prices import parse_price_overrides
 from pipeline.charts import CHARTS, MAX_BUCKETS, MAX_CATEGORIES
 
 pytestmark = LEDGER_DB
@@ -22,7 +24,8 @@ HOOKS = {"hooks_matched": '["otp", "spam"]', "hooks_fired": '["otp", "spam"]'}
 # event_source are NOT NULL in the schema: '' is their odd value), flags of 2 and 'true',
 # hooks_context naming (or not) the hook that handled, HTML and label look-alikes.
 ODD_REQUESTS = (
-    {"id": "frac", "started_at": T0 + H + 0.5, "agent_model": "sonnet", "agent_tokens_total": 700},
+    {"id": "frac", "started_at": T0 + H + 0.5, "agent_model": "sonnet", "agent_tokens_total": 700,
+     "agent_tokens_prompt": 600, "agent_tokens_completion": 100},
     {"id": "text-time", "started_at": "2026-11-26 10:00"},  # never in a numeric window
     {"id": "empty-keys", "started_at": T0 + 10, "status": "", "event_source": "",
      "principal_id": "", "agent_model": "", "agent_tokens_total": 5, "delivery_channel": "",
@@ -47,7 +50,7 @@ ODD_REQUESTS = (
      "event_source": " padded ", "status": "<script>", "agent_model": "(none)",
      "agent_tokens_total": 1},
     {"id": "real-tokens", "started_at": T0 + 90, "agent_model": "sonnet",
-     "agent_tokens_total": 12.5},
+     "agent_tokens_total": 12.5, "agent_tokens_prompt": 400, "agent_tokens_completion": 12.5},
     {"id": "before", "started_at": T0 - 1},
 )  # fmt: skip
 
@@ -106,8 +109,12 @@ def test_a_fractional_started_at_is_counted_by_every_chart(viewer_client, odd):
 
 
 @pytest.mark.parametrize("slug", [slug for slug in CHARTS if slug != "stage-timings"])
-def test_every_chart_element_lists_exactly_the_requests_it_counts(viewer_client, odd, slug):
+def test_every_chart_element_lists_exactly_the_requests_it_counts(
+    viewer_client, odd, slug, settings
+):
     """(Stage timings count timings, not requests: their bars select nothing.)"""
+    # "sonnet" priced as a model genai-prices knows, so that the cost chart draws bars.
+    settings.MODEL_PRICES = parse_price_overrides({"sonnet": "claude-sonnet-4-5"}, "test")
     page_url = chart_url(slug)
     for headers in ({}, {"HX-Request": "true"}):  # the card as the dashboard loads it, and bare
         page = viewer_client.get(page_url, headers=headers).content.decode()
@@ -122,6 +129,9 @@ def test_every_chart_element_lists_exactly_the_requests_it_counts(viewer_client,
                 if slug == "tokens":
                     ids = [r["id"] for r in answer["requests"]]
                     assert tokens_of(odd, ids) == value, (name, category, url)
+                elif slug == "cost":  # the bar sums the listed requests' costs
+                    costs = [r["cost"]["usd"] for r in answer["requests"] if r["cost"]]
+                    assert float(sum(map(Decimal, costs))) == value, (name, category, url)
                 else:
                     assert answer["count"] == value, (slug, name, category, url)
                 checked += 1
@@ -229,6 +239,7 @@ def test_many_distinct_values_are_drawn_up_to_a_bound_and_the_rest_is_said(viewe
             delivery_channel=f"channel-{i:02d}",
             agent_model=f"model-{i:02d}",
             agent_tokens_total=10,
+            agent_tokens_prompt=10,
         )
         ledger.request(started_at=T0 + H + i, status="failed", error_stage=f"stage-{i:02d}")
     for slug in CHARTS:

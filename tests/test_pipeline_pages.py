@@ -502,7 +502,8 @@ def test_list_rows_show_each_request_escaped_and_link_to_it(viewer_client, ledge
     assert cells[0] == "failed" and failed.get("class") == "status-row-failed"
     assert cells[2] == f"{evil} · message"  # shown as text, not markup
     assert cells[3:6] == ["—", "runAgent", "1.5 s"]
-    assert cells[6] == f"runAgent: {evil} timed out"  # the first line only
+    assert cells[6] == ""  # no agent tokens: no cost
+    assert cells[7] == f"runAgent: {evil} timed out"  # the first line only
     weird = rows[reverse("pipeline:request", args=["R2"])]
     assert weird.get("class") == "status-row-weird-b"
     assert "(not a time)" in "".join(weird.itertext())  # a text started_at, said so

@@ -18,6 +18,7 @@ from django.core.management import call_command
 from django.db import connections
 
 from ledgerweb.db import LEDGER
+from ledgerweb.prices import parse_price_overrides
 from ledgerweb.sqlite import LedgerQueryTimeout
 from ledgerweb.timestamps import now_ms
 from pipeline import rollups
@@ -43,6 +44,7 @@ def time_to_build_every_hour(monkeypatch):
 def messy_requests(ledger, seed: int = 7) -> None:
     """~40 requests an hour for 14 hours, with the junk real ledgers hold."""
     rng = random.Random(seed)
+    usage_rng = random.Random(seed + 1)  # its own draws: the other columns stay as they were
     timings = [
         json.dumps({"receiveEvent": 3, "runAgent": 2500, "deliverResponse": 120}),
         json.dumps({"receiveEvent": 4, "runAgent": 7.5, "madeUpStage": 40}),
@@ -68,6 +70,9 @@ def messy_requests(ledger, seed: int = 7) -> None:
             hooks_handled=rng.choice([0, 1, None, 2]),
             agent_model=rng.choice(["sonnet", "haiku", None]),
             agent_tokens_total=rng.choice([1200, 340, None, 12.5, "lots"]),
+            # Past 200,000 prompt tokens claude-sonnet-4-5 charges its long-context tier.
+            agent_tokens_prompt=usage_rng.choice([1200, 250_000, None, 12.5, "lots", -3, 9e15]),
+            agent_tokens_completion=usage_rng.choice([80, None, 4.0, "x", 199_999]),
             delivery_channel=rng.choice(["imessage", "email", None]),
             delivery_success=rng.choice([1, 0, None, 2]),
             error_stage=rng.choice(["runAgent", "deliverResponse", None]) if status == "failed"
@@ -96,12 +101,15 @@ def stored_hours() -> set[int]:
     "filters", ["", "&source=gmail", "&persona=atlas", "&source=imessage&persona=scout"]
 )
 def test_every_chart_from_stored_hours_equals_the_chart_read_live(
-    viewer_client, ledger, monkeypatch, filters
+    viewer_client, ledger, monkeypatch, settings, filters
 ):
+    # "sonnet" priced as claude-sonnet-4-5 (long-context tiers), "haiku" left without a price.
+    settings.MODEL_PRICES = parse_price_overrides({"sonnet": "claude-sonnet-4-5"}, "test")
     messy_requests(ledger)
     monkeypatch.setattr(rollups, "BUILD_BUDGET_S", 0)  # nothing built: every hour read live
     live = every_chart(viewer_client, WINDOW + filters)
     assert not stored_hours()
+    assert live["cost"]["total"]["priced"] and live["cost"]["total"]["unpriced"]
 
     monkeypatch.setattr(rollups, "BUILD_BUDGET_S", 60)
     every_chart(viewer_client, WINDOW + filters)  # builds the hours

@@ -255,7 +255,9 @@ def test_the_session_page_runs_as_many_queries_for_300_turns_as_for_8(viewer_cli
         with CaptureQueriesContext(connections[LEDGER]) as queries:
             assert viewer_client.get(f"/sessions/{session_id}/").status_code == 200
         counts[session_id] = len(queries)
-    assert counts["SMALL"] == counts["BIG"] <= 19  # 17 reads + savepoint and release
+    # 18 reads (one the answers of turns with siblings, one the turns' billed usage, for costs)
+    # + savepoint and release
+    assert counts["SMALL"] == counts["BIG"] <= 20
 
 
 # -- The rows, built in Python (sessions/rows_html.py) ------------------------------------------
@@ -304,12 +306,14 @@ def test_rows_that_share_a_model_or_a_shape_still_show_their_own_values(viewer_c
     rows = tree_rows(viewer_client.get("/sessions/S1/").content.decode())
 
     def facts(turn_id):
-        return [span.text for span in rows[turn_id].iter("span") if span.text][-4:]
+        return [span.text for span in rows[turn_id].iter("span") if span.text][-5:]
 
-    assert facts("T0") == ["haiku-4-5", "1.3k", "0 tools", "5.0 s"]
-    assert facts("T1") == ["gpt-5", "900", "1 tool", "5.0 s"]
-    assert facts("T2") == ["gpt-5", "12k", "2 tools", "5.0 s"]
-    assert facts("T3") == ["—", "?", "3 tools", "5.0 s"]
+    # Costs (≈: 1,250 prompt + 87 completion tokens): haiku-4-5 at $1 / $5 per million is
+    # $0.001685, gpt-5 at $1.25 / $10 is $0.0024325; a turn without a model has no price.
+    assert facts("T0") == ["haiku-4-5", "1.3k", "≈ $0.00169", "0 tools", "5.0 s"]
+    assert facts("T1") == ["gpt-5", "900", "≈ $0.00243", "1 tool", "5.0 s"]
+    assert facts("T2") == ["gpt-5", "12k", "≈ $0.00243", "2 tools", "5.0 s"]
+    assert facts("T3") == ["—", "?", "no price", "3 tools", "5.0 s"]
     calls = [span for span in rows["T3"].iter("span") if "tools" in (span.text or "")]
     assert calls[0].get("class") == "num bad" and calls[0].get("title") == "3 tool calls, 1 failed"
 

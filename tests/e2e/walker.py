@@ -17,6 +17,7 @@ MAX_FOLLOWS in all, so the walk stays a few seconds long while every kind of con
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from decimal import Decimal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import html5lib
@@ -381,8 +382,9 @@ COLLECT_FIGURES = """() => [...document.querySelectorAll("[id^=chart-] [data-fig
 
 # Charts whose bars are durations, not counts of requests: nothing to click through to.
 DURATION_CHARTS = {"stage-timings"}
-# Charts whose bars sum a column of the requests rather than count them.
-SUMMED_COLUMN = {"tokens": "agent_tokens_total"}
+# Charts whose bars sum a column of the requests rather than count them ("cost": the request's
+# cost in its JSON twin, an exact decimal string; the bar draws it as a float).
+SUMMED_COLUMN = {"tokens": "agent_tokens_total", "cost": "cost"}
 # The elements of one window checked against their lists (the largest, the smallest and some
 # between, per chart), and how many rows a summed element's list may have to be summed here.
 ELEMENTS_PER_CHART = 4
@@ -489,7 +491,15 @@ def sum_column(walker: Walker, url: str, column: str, where: str) -> int | None:
     total = 0
     for request_id in ids:
         detail = walker.json(f"{walker.base}/pipeline/requests/{request_id}/?format=json", where)
-        value = (detail or {}).get("request", {}).get(column)
-        total += value if isinstance(value, int) else 0
+        total += summed_value(detail or {}, column)
     walker.counts["chart sums compared"] += 1
-    return total
+    return float(total) if column == "cost" else total
+
+
+def summed_value(detail: dict, column: str):
+    """What one request adds to a summed bar: a whole-number column, or its priced cost."""
+    if column == "cost":
+        cost = detail.get("cost") or {}
+        return Decimal(cost["usd"]) if cost.get("usd") else Decimal(0)
+    value = detail.get("request", {}).get(column)
+    return value if isinstance(value, int) else 0

@@ -1,0 +1,115 @@
+"""What turns billed, from the optional turn_usage table (ledgerweb/sql/turn_usage.sql).
+
+Importers fill it where a transcript has the figures (Claude Code, Codex); a ledger without it,
+or a turn without a row, falls back to the ≈ estimate from the turn's own token columns.
+"""
+
+from ledgerweb import sqlite
+from ledgerweb.costs import (
+    CostSum,
+    TurnCost,
+    estimated_usage,
+    tier_band_sql,
+    token_count,
+    token_count_sql,
+    turn_cost,
+)
+from ledgerweb.prices import HOUR_MS, TokenUsage
+
+TABLE = "turn_usage"
+
+
+def billed_usage(turn_ids, tables: set[str] | None = None) -> dict[str, TokenUsage]:
+    """turn id → its billed usage, for the turns that have a turn_usage row (one query).
+    `tables`: the ledger's table names when the caller has them already."""
+    ids = list(turn_ids)
+    if not ids or TABLE not in (sqlite.table_names() if tables is None else tables):
+        return {}
+    ids_sql, params = sqlite.in_list(ids)
+    rows = sqlite.rows(
+        f"""SELECT turn_id, model_calls, input_tokens, cache_read_tokens, cache_write_tokens,
+                   output_tokens
+            FROM {TABLE} WHERE turn_id IN {ids_sql}""",
+        params,
+    )
+    return {
+        turn_id: TokenUsage(
+            input=token_count(input_tokens),
+            output=token_count(output),
+            cache_read=token_count(cache_read),
+            cache_write=token_count(cache_write),
+            calls=max(token_count(calls), 1),
+        )
+        for turn_id, calls, input_tokens, cache_read, cache_write, output in rows
+        if isinstance(turn_id, str)
+    }
+
+
+def cost_of_turn(turn, billed: dict[str, TokenUsage]) -> TurnCost | None:
+    """A turn's cost (anything with id, model, started_at, prompt_tokens, completion_tokens):
+    exact from its billed usage when known, else the ≈ estimate."""
+    usage = billed.get(turn.id)
+    if usage is not None:
+        return turn_cost(turn.model, turn.started_at, usage, exact=True)
+    estimate = estimated_usage(turn.prompt_tokens, turn.completion_tokens)
+    return turn_cost(turn.model, turn.started_at, estimate, exact=False)
+
+
+# A turn's usage in SQL, as billed_usage() and cost_of_turn() read it: its turn_usage row when
+# there is one (u), else the ≈ estimate from its own columns (t), as one call.
+_EXACT = "u.turn_id IS NOT NULL"
+_CALLS = f"CASE WHEN {_EXACT} THEN max({token_count_sql('u.model_calls')}, 1) ELSE 1 END"
+_INPUT = (
+    f"CASE WHEN {_EXACT} THEN {token_count_sql('u.input_tokens')}"
+    f" ELSE {token_count_sql('t.prompt_tokens')} END"
+)
+_OUTPUT = (
+    f"CASE WHEN {_EXACT} THEN {token_count_sql('u.output_tokens')}"
+    f" ELSE {token_count_sql('t.completion_tokens')} END"
+)
+_CACHE_READ = f"CASE WHEN {_EXACT} THEN {token_count_sql('u.cache_read_tokens')} ELSE 0 END"
+_CACHE_WRITE = f"CASE WHEN {_EXACT} THEN {token_count_sql('u.cache_write_tokens')} ELSE 0 END"
+_HAS_TOKENS = "(t.prompt_tokens IS NOT NULL OR t.completion_tokens IS NOT NULL OR {exact})"
+
+
+def session_costs(session_ids) -> dict[str, CostSum]:
+    """What each session's own turns cost, as the session page sums them, in one grouped query:
+    turns of one session, model, hour, long-context band and kind (exact or ≈) are priced as
+    one sum, which is exact (prices change on whole hours; within a band, one tier)."""
+    ids = list(session_ids)
+    if not ids:
+        return {}
+    has_usage = TABLE in sqlite.table_names()
+    usage_join = f"LEFT JOIN {TABLE} u ON u.turn_id = t.id" if has_usage else ""
+    exact = _EXACT if has_usage else "0"
+
+    def pick(sql: str) -> str:  # without the table, every turn is an estimate
+        return sql if has_usage else sql.replace(_EXACT, "0")
+
+    calls, tokens_in = pick(_CALLS), pick(_INPUT)
+    ids_sql, params = sqlite.in_list(ids)
+    rows = sqlite.rows(
+        f"""SELECT t.session_id, t.model, {_hour_sql()}, {exact},
+                   {tier_band_sql(f"(({tokens_in}) / ({calls}))")}, count(*), sum({calls}),
+                   sum({tokens_in}), sum({pick(_CACHE_READ)}), sum({pick(_CACHE_WRITE)}),
+                   sum({pick(_OUTPUT)})
+            FROM turns t {usage_join}
+            WHERE t.session_id IN {ids_sql} AND {_HAS_TOKENS.format(exact=exact)}
+            GROUP BY 1, 2, 3, 4, 5""",
+        params,
+    )
+    totals = {session_id: CostSum() for session_id in ids}
+    for session_id, model, hour, is_exact, _, turns, calls_n, inp, read, write, out in rows:
+        usage = TokenUsage(inp, out, cache_read=read, cache_write=write, calls=calls_n)
+        at_ms = hour * HOUR_MS if isinstance(hour, int) else None
+        totals[session_id].add(turn_cost(model, at_ms, usage, exact=bool(is_exact)), turns)
+    return totals
+
+
+def _hour_sql() -> str:
+    """The hour of a turn's started_at (NULL when it is not a number: priced at today's rates,
+    as prices.rates_at does)."""
+    return (
+        f"CASE WHEN typeof(t.started_at) IN ('integer', 'real')"
+        f" THEN CAST(t.started_at AS INTEGER) / {HOUR_MS} END"
+    )
