@@ -101,10 +101,15 @@ def _tokens(total) -> str:
     return f'<span class="num" title="{escape(shown)} tokens">{escape(tokens(total))}</span>'
 
 
+def _cost(cost) -> str:
+    """The cost column: always there (empty for a turn with no tokens), so columns align."""
+    return cost_html(cost) or '<span class="num cost"></span>'
+
+
 @lru_cache(maxsize=1024)
 def _calls(count: int, failed: int) -> str:
     failed_text = f", {failed} failed" if failed else ""
-    css = "num bad" if failed else "num"
+    css = "num calls bad" if failed else "num calls"
     plural = "" if count == 1 else "s"
     return (
         f'<span class="{css}" title="{count} tool calls{failed_text}">{count} tool{plural}</span>'
@@ -168,7 +173,7 @@ def _row(item: TreeItem, url: str, gutter_svg: str, model_html: str) -> str:
         f'<span class="marks">{_marks(item.marks)}{_problems(item.problems)}'
         f"{_branch(item.branch_label)}{_forks(item.forks_here)}</span>"
         f"{_alternative(item.alternative)}{_preview(t, item.alternative)}"
-        f'<span class="facts">{model_html}{_tokens(t.total_tokens)}{cost_html(t.cost)}'
+        f'<span class="facts">{model_html}{_tokens(t.total_tokens)}{_cost(t.cost)}'
         f"{_calls(t.tool_calls, t.failed_tool_calls)}"
         f'<span class="num">{escape(duration(t.duration_ms))}</span>'
         f"</span></a>"

@@ -315,7 +315,10 @@ def test_rows_that_share_a_model_or_a_shape_still_show_their_own_values(viewer_c
     assert facts("T2") == ["gpt-5", "12k", "≈ $0.00243", "2 tools", "5.0 s"]
     assert facts("T3") == ["—", "?", "no price", "3 tools", "5.0 s"]
     calls = [span for span in rows["T3"].iter("span") if "tools" in (span.text or "")]
-    assert calls[0].get("class") == "num bad" and calls[0].get("title") == "3 tool calls, 1 failed"
+    assert (
+        calls[0].get("class") == "num calls bad"
+        and calls[0].get("title") == "3 tool calls, 1 failed"
+    )
 
 
 def test_next_branch_wraps_round_the_siblings(viewer_client, ledger):
