@@ -65,10 +65,15 @@ demo: setup $(DEMO_LEDGER) migrate
 	SECRET_KEY=$$(cat var/secret-key) $(MANAGE) demo_admin
 	$(MAKE) --no-print-directory serve
 
+# The background summariser (ledger_rollup --follow) runs beside gunicorn and ends with it: it
+# builds the charts' hourly rollups so that no page view pays for them (docs/decisions.md).
 serve: migrate
 	@echo "Serving $(LEDGER_DB) on http://$(HOST):$(PORT)/"
+	SECRET_KEY=$$(cat var/secret-key) $(MANAGE) ledger_rollup --follow & summariser=$$!; \
+	trap 'kill $$summariser 2>/dev/null' EXIT INT TERM; \
 	HTTPS=0 SECRET_KEY=$$(cat var/secret-key) $(BIN)/gunicorn ledgerweb.wsgi \
-	  --bind $(HOST):$(PORT) --workers 2 --access-logfile - --timeout 30
+	  --bind $(HOST):$(PORT) --workers 2 --access-logfile - --timeout 30; \
+	status=$$?; kill $$summariser 2>/dev/null; exit $$status
 
 test: setup browser
 	$(BIN)/pytest

@@ -2,6 +2,7 @@
 
 import os
 import tempfile
+from pathlib import Path
 
 os.environ.setdefault("SECRET_KEY", "tests-only-not-a-secret")
 os.environ.setdefault("HTTPS", "0")  # the test client and live server speak plain http
@@ -18,3 +19,5 @@ STATIC_ROOT = None  # tests serve static files from the finders; nothing is coll
 DATABASES["default"]["TEST"] = {  # noqa: F405
     "NAME": os.path.join(tempfile.gettempdir(), f"ledgerweb-test-django-{os.getpid()}.sqlite3")
 }
+# A summariser running for the demo ledger must not change how the tests' pages build hours.
+SUMMARISER_LOCK = Path(tempfile.gettempdir()) / f"ledgerweb-test-summariser-{os.getpid()}.lock"

@@ -27,7 +27,7 @@ import uuid
 import zlib
 from collections import Counter, defaultdict
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from django.db import connections, transaction
@@ -177,16 +177,37 @@ class Plan:
     live: list[tuple[int, int]]
     processing: list[tuple[int, int]] = field(default_factory=list)
     ledger: str = ""  # the key the stored hours are kept under (ledger_key)
+    # (hour, rows) of the window's whole hours not summarised yet (read live), newest first,
+    # and those a bounded plan leaves out: not counted at all (see bounded).
+    pending: list[tuple[int, int]] = field(default_factory=list)
+    left_out: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def reads_live(self) -> bool:
         return bool(self.live or self.processing)
 
     def live_part(self) -> "Plan":
-        return Plan([], self.live, self.processing, self.ledger)
+        return replace(self, stored=[])
 
     def with_live(self, start: int, end: int) -> "Plan":
-        return Plan(self.stored, _merged([*self.live, (start, end)]), self.processing, self.ledger)
+        return replace(self, live=_merged([*self.live, (start, end)]))
+
+    def bounded(self, max_rows: int) -> "Plan":
+        """This plan reading at most `max_rows` rows of its hours not summarised yet, newest
+        first (the current hour and a window's cut edges are always read): the older ones are
+        left out, and said (left_out), so that a chart answers in time while the hours are being
+        summarised instead of reading a month live."""
+        kept_rows, left_out = 0, []
+        for hour, rows in self.pending:
+            if left_out or kept_rows + rows > max_rows:
+                left_out.append((hour, rows))
+            else:
+                kept_rows += rows
+        if not left_out:
+            return self
+        out = {hour for hour, _ in left_out}
+        live = [r for start, end in self.live for r in _without_hours(start, end, out)]
+        return replace(self, live=live, left_out=left_out)
 
 
 @dataclass
@@ -320,7 +341,7 @@ def _make_plan(
     fresh = {hour for hour, s in stored.items() if s.fingerprint == ledger_hours.get(hour)}
     fresh -= _edited_hours(key, {hour: stored[hour] for hour in fresh - cut}, verify_rows)
     deadline = time.monotonic() + budget_s
-    usable, live, processing, unbuilt = [], [(settled_end, until_ms)], [], False
+    usable, live, processing, pending = [], [(settled_end, until_ms)], [], []
     for hour in sorted(ledger_hours.keys() | stored.keys(), reverse=True):
         settled, digest = ledger_hours.get(hour, (0, 0.0))
         # An hour with no settled row needs nothing stored; any other must match the ledger.
@@ -335,9 +356,12 @@ def _make_plan(
                 processing.append((hour, hour + HOUR))
         else:
             live.append((hour, hour + HOUR))
-            unbuilt = unbuilt or hour not in cut
-    the_plan = Plan(sorted(usable), _clipped(live, since_ms, until_ms), _merged(processing), key)
-    return the_plan, not unbuilt
+            if hour not in cut:
+                pending.append((hour, settled + busy.get(hour, 0)))
+    the_plan = Plan(
+        sorted(usable), _clipped(live, since_ms, until_ms), _merged(processing), key, pending
+    )
+    return the_plan, not pending
 
 
 @dataclass
@@ -405,6 +429,16 @@ def _cut_hours(since_ms: int, until_ms: int, first: int, end: int) -> set[int]:
     )
     ((*outside,),) = sqlite.rows(f"SELECT {probes}", [b for _, *bounds in edges for b in bounds])
     return {hour for (hour, _, _), rows in zip(edges, outside, strict=True) if rows}
+
+
+def _without_hours(start: int, end: int, hours: set[int]) -> list[tuple[int, int]]:
+    """[start, end) less the given hours."""
+    pieces, cursor = [], start
+    for hour in sorted(h for h in hours if h < end and h + HOUR > start):
+        pieces.append((cursor, hour))
+        cursor = hour + HOUR
+    pieces.append((cursor, end))
+    return [(a, b) for a, b in pieces if a < b]
 
 
 def _clipped(ranges, since_ms: int, until_ms: int) -> list[tuple[int, int]]:
