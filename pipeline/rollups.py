@@ -48,6 +48,7 @@ BUILD_BUDGET_S = 1.0
 # Complete plans a worker keeps while the ledger is unchanged (sqlite.ledger_version): the seven
 # charts of a dashboard share one window, whose census costs ~100 ms for 30 days of 1M requests.
 _plans = sqlite.WhileUnchanged(keep=64)
+UNFINISHED_PLAN_S = 5.0
 # A stage timing above this (a year) is junk, not a duration: 1e400 in the JSON reads as inf.
 MAX_STAGE_MS = 365 * 86_400_000
 # Settled rows a plan re-reads to check the content of the stored hours verified longest ago
@@ -313,14 +314,22 @@ def plan(
     # it, so that a preset window ("the last 30 days", ending now) finds it again on the next
     # chart and the next page, not only when `until` repeats to the millisecond.
     head_end = min(until_ms, settled_end)
-    head = _plans.get(
-        (str(ledger_path_of()), since_ms, head_end),
-        lambda: _make_plan(
-            since_ms, head_end, first, min(-(-head_end // HOUR) * HOUR, settled_end),
-            BUILD_BUDGET_S if budget_s is None else budget_s,
+    budget_s = BUILD_BUDGET_S if budget_s is None else budget_s
+    key: tuple = (str(ledger_path_of()), since_ms, head_end)
+    if budget_s == 0:
+        # Nothing to build here (a summariser builds the hours): a plan with hours missing is
+        # kept too, for a few seconds, so that a dashboard's seven charts share one. Hours
+        # stored since are read live meanwhile: still exact.
+        key += (int(time.monotonic() // UNFINISHED_PLAN_S),)
+
+    def make() -> tuple[Plan, bool]:
+        the_plan, finished = _make_plan(
+            since_ms, head_end, first, min(-(-head_end // HOUR) * HOUR, settled_end), budget_s,
             VERIFY_ROWS if verify_rows is None else verify_rows,
-        ),
-    )  # fmt: skip
+        )  # fmt: skip
+        return the_plan, finished or budget_s == 0
+
+    head = _plans.get(key, make)
     return head if head_end == until_ms else head.with_live(head_end, until_ms)
 
 

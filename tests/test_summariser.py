@@ -33,6 +33,7 @@ def test_a_chart_counts_the_newest_hours_not_summarised_and_says_which_it_left_o
     messy_requests(ledger)
     monkeypatch.setattr(rollups, "BUILD_BUDGET_S", 0)  # as on a fresh install of a big ledger
     monkeypatch.setattr(charts, "LIVE_ROWS", 200)
+    monkeypatch.setattr(charts, "LIVE_TIMING_ROWS", 100)
     # The window's whole hours (its first and last are cut, always read): newest first, those
     # that fit in 200 rows are read, the older ones left out.
     whole = sorted((h for h in hour_counts(ledger) if h > SINCE and h + H < UNTIL), reverse=True)
@@ -52,6 +53,8 @@ def test_a_chart_counts_the_newest_hours_not_summarised_and_says_which_it_left_o
     assert f"Summarising: 0 of 12 hours. Not counted yet: {len(whole)} hours ({left_rows} " in said
     for slug in charts.CHARTS:  # every chart says it, and none fails
         assert "Not counted yet" in card(viewer_client, slug)
+    # The stage timings (each row's JSON read) read fewer rows live, and say so.
+    assert f"Not counted yet: {len(whole)} hours" not in card(viewer_client, "stage-timings")
 
 
 def test_with_a_summariser_running_pages_build_no_hours_and_say_it_summarises(
