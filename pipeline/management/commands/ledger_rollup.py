@@ -6,7 +6,8 @@ found then).
 
 --follow (what `make serve` runs beside gunicorn): the background summariser. It builds the
 missing hours of the last --days days newest first, in slices of a few seconds, then checks
-again every --every seconds, as long as it runs. Pages meanwhile build nothing and answer from
+again every --every seconds, as long as it runs; it also runs the ledger's health checks every
+hour and keeps the report the /health/ page shows. Pages meanwhile build nothing and answer from
 the stored hours plus a bounded live part, saying which hours they left out.
 """
 
@@ -17,7 +18,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 from tqdm import tqdm
 
-from ledgerweb import sqlite
+from ledgerweb import health, sqlite
 from ledgerweb.db import ledger_path_of
 from ledgerweb.timestamps import now_ms
 from pipeline import rollups, summariser
@@ -25,6 +26,7 @@ from pipeline import rollups, summariser
 DAY = 24 * rollups.HOUR
 # Building time per plan in --follow: the census of the window runs again between slices.
 SLICE_S = 5.0
+HEALTH_TIME_LIMIT_MS = 600_000  # as ledger_check's
 
 
 class Command(BaseCommand):
@@ -81,15 +83,28 @@ class Command(BaseCommand):
                 self.stdout.write("Another summariser runs for this database: waiting for it.")
         with summariser.holding_lock(wait=True):
             self.stdout.write(f"Summarising {ledger_path_of()} (last {days} days), newest first.")
+            health_due = time.monotonic()
             while rounds > 0:
                 rounds -= 1
                 try:
                     self.summarise_once(days)
+                    if time.monotonic() >= health_due:
+                        self.check_health()
+                        health_due = time.monotonic() + health.EVERY_S
                 except (sqlite.LedgerQueryTimeout, DatabaseError) as error:
                     # A busy or locked database: said, and tried again next round.
                     self.stderr.write(f"Summarising stopped: {error}; trying again.")
                 if rounds > 0:
                     time.sleep(every)
+
+    def check_health(self) -> None:
+        """The ledger's health checks, kept for the /health/ page (they scan whole tables: a
+        page view should not wait for them)."""
+        with sqlite.longer_time_limit(HEALTH_TIME_LIMIT_MS):
+            report = health.check_and_keep()
+        self.stdout.write(
+            f"Health checked in {report.took_ms / 1000:.1f} s: {report.problems} problem(s)."
+        )
 
     def summarise_once(self, days: int) -> None:
         """Build every missing hour of the window, newest first, a slice at a time, as long as
