@@ -88,10 +88,12 @@ soak: setup
 # Issue 7's benchmark: builds var/bench/scale.sqlite3 once (~5 GB, about 10 minutes; reused
 # while its row counts suffice), times every page against the raw SQL and Datasette, and writes
 # its section of docs/benchmarks.md. BENCH_ARGS passes options (e.g. --runs 30). Then the cost
-# of checking the charts' stored hours (bench/rollup_checks.py, on the pipeline bench's ledger).
+# of checking the charts' stored hours (bench/rollup_checks.py, on the pipeline bench's ledger),
+# and the first look at that ledger on a fresh install, the summariser running (bench/first_look.py).
 bench: $(VENV)/.installed-bench
 	$(PY) -m bench.scale_bench --write-doc $(BENCH_ARGS)
 	$(PY) -m bench.rollup_checks --write-doc
+	$(PY) -m bench.first_look --write-doc
 
 $(VENV)/.installed-bench: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[dev,bench]'

@@ -44,11 +44,11 @@ MAX_CATEGORIES = 20
 MAX_BUCKETS = 60
 # Rows of hours not summarised yet that a chart reads from the ledger (newest first); older ones
 # are left out and said, so that a chart answers within its time limit while a big ledger is
-# being summarised (the stage timings, which parse each row's JSON, are the slowest: ~1 s for
-# 20,000 rows on a loaded machine).
-LIVE_ROWS = 20_000
+# being summarised (bench/first_look.py: at 20,000 a chart took 0.4-5 s on a loaded machine,
+# and two answered 503; the summariser stores the newest hours first, so few are left out long).
+LIVE_ROWS = 10_000
 # The stage timings read each row's JSON: ~4 times the work of the other facts a row.
-LIVE_TIMING_ROWS = 5_000
+LIVE_TIMING_ROWS = 2_500
 DAY = 24 * HOUR
 YEAR = 365 * DAY
 # The dates a time axis can draw (Python's datetime and Plotly both stop at year 9999): a window
