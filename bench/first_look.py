@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-from bench.docfile import replace_section
+from bench.docfile import publish
 from bench.pipeline_bench import DEMO_ARGS, LEDGER
 from bench.rollup_checks import clock_from
 from bench.sessions_bench import (
@@ -187,10 +187,7 @@ def main() -> None:
     with clock_from(newest + 1):
         result = first_look(args.timeout)
     text = doc(result, time.monotonic() - start, before)
-    print(text)
-    if args.write_doc:
-        replace_section(HEADING, text)
-        print(f"wrote {DOC.relative_to(ROOT)}")
+    publish(HEADING, text, args.write_doc)
 
 
 if __name__ == "__main__":
