@@ -65,10 +65,15 @@ demo: setup $(DEMO_LEDGER) migrate
 	SECRET_KEY=$$(cat var/secret-key) $(MANAGE) demo_admin
 	$(MAKE) --no-print-directory serve
 
+# The background summariser (ledger_rollup --follow) runs beside gunicorn and ends with it: it
+# builds the charts' hourly rollups so that no page view pays for them (docs/decisions.md).
 serve: migrate
 	@echo "Serving $(LEDGER_DB) on http://$(HOST):$(PORT)/"
+	SECRET_KEY=$$(cat var/secret-key) $(MANAGE) ledger_rollup --follow & summariser=$$!; \
+	trap 'kill $$summariser 2>/dev/null' EXIT INT TERM; \
 	HTTPS=0 SECRET_KEY=$$(cat var/secret-key) $(BIN)/gunicorn ledgerweb.wsgi \
-	  --bind $(HOST):$(PORT) --workers 2 --access-logfile - --timeout 30
+	  --bind $(HOST):$(PORT) --workers 2 --access-logfile - --timeout 30; \
+	status=$$?; kill $$summariser 2>/dev/null; exit $$status
 
 test: setup browser
 	$(BIN)/pytest
@@ -83,10 +88,12 @@ soak: setup
 # Issue 7's benchmark: builds var/bench/scale.sqlite3 once (~5 GB, about 10 minutes; reused
 # while its row counts suffice), times every page against the raw SQL and Datasette, and writes
 # its section of docs/benchmarks.md. BENCH_ARGS passes options (e.g. --runs 30). Then the cost
-# of checking the charts' stored hours (bench/rollup_checks.py, on the pipeline bench's ledger).
+# of checking the charts' stored hours (bench/rollup_checks.py, on the pipeline bench's ledger),
+# and the first look at that ledger on a fresh install, the summariser running (bench/first_look.py).
 bench: $(VENV)/.installed-bench
 	$(PY) -m bench.scale_bench --write-doc $(BENCH_ARGS)
 	$(PY) -m bench.rollup_checks --write-doc
+	$(PY) -m bench.first_look --write-doc
 
 $(VENV)/.installed-bench: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[dev,bench]'

@@ -14,3 +14,11 @@ def replace_section(heading: str, text: str) -> None:
     position = next((i for i, s in enumerate(sections) if s.startswith(heading + "\n")), len(kept))
     kept.insert(position, text.rstrip("\n"))
     DOC.write_text("\n\n".join(kept) + "\n")
+
+
+def publish(heading: str, text: str, write_doc: bool) -> None:
+    """Print a benchmark's section, and put it in docs/benchmarks.md when asked."""
+    print(text)
+    if write_doc:
+        replace_section(heading, text)
+        print(f"wrote {DOC.relative_to(DOC.parent.parent)}")

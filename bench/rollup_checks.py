@@ -19,7 +19,7 @@ import time
 from contextlib import contextmanager
 from datetime import timedelta
 
-from bench.docfile import replace_section
+from bench.docfile import publish
 from bench.pipeline_bench import HOUR, LEDGER, build_rollups, setup
 from bench.sessions_bench import (
     DOC,
@@ -240,10 +240,7 @@ def main() -> None:
         checks = check_rows(newest + 1, args.runs)
         charts = chart_rows(dashboards(args.runs))
     text = doc(checks, charts, args, time.monotonic() - start, before, rollups)
-    print(text)
-    if args.write_doc:
-        replace_section(HEADING, text)
-        print(f"wrote {DOC.relative_to(ROOT)}")
+    publish(HEADING, text, args.write_doc)
 
 
 if __name__ == "__main__":

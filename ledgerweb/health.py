@@ -6,7 +6,7 @@ exits non-zero on errors) and by the staff page /health/.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from urllib.parse import urlencode
 
 from django.urls import NoReverseMatch, reverse
@@ -15,6 +15,8 @@ from ledgerweb import prices, schema, sqlite
 from ledgerweb.db import LEDGER, ledger_path_of
 from ledgerweb.timestamps import now_ms
 
+# The summariser (ledger_rollup --follow) runs the checks this often and keeps the report.
+EVERY_S = 3600
 COUNT_CAP = 10_000
 EXAMPLES = 5
 STUCK_AFTER_MS = 15 * 60_000  # a request still 'processing' after this long is stuck
@@ -306,3 +308,50 @@ def run_checks() -> list[Finding]:
     findings += file_facts()
     order = {ERROR: 0, WARNING: 1, INFO: 2}
     return sorted(findings, key=lambda f: (f.passed, order[f.severity]))
+
+
+# -- The kept report -------------------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    findings: list[Finding]
+    checked_at: int  # Unix ms
+    took_ms: int
+
+    @property
+    def problems(self) -> int:
+        return sum(f.is_problem for f in self.findings)
+
+
+def check_and_keep() -> Report:
+    """Run every check now and keep the report for this ledger (the page shows it)."""
+    from ledgerweb.models import HealthReport
+
+    checked_at = now_ms()
+    findings = run_checks()
+    report = Report(findings, checked_at, now_ms() - checked_at)
+    HealthReport.objects.update_or_create(
+        ledger_path=str(ledger_path_of()),
+        defaults={
+            "checked_at": report.checked_at,
+            "took_ms": report.took_ms,
+            "findings": [asdict(f) for f in findings],
+        },
+    )
+    return report
+
+
+def kept_report() -> Report | None:
+    """The last report kept for this ledger, if any."""
+    from ledgerweb.models import HealthReport
+
+    kept = HealthReport.objects.filter(ledger_path=str(ledger_path_of())).first()
+    if kept is None:
+        return None
+    findings = [
+        Finding(**(f | {"count": sqlite.CappedCount(**f["count"]),
+                        "examples": [Example(**e) for e in f["examples"]]}))
+        for f in kept.findings
+    ]  # fmt: skip
+    return Report(findings, kept.checked_at, kept.took_ms)

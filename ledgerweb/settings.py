@@ -44,6 +44,11 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 LEDGER_DB = env_path("LEDGER_DB", VAR_DIR / "demo-ledger.sqlite3")
 DJANGO_DB = env_path("DJANGO_DB", VAR_DIR / "django.sqlite3")
+# Held by the background summariser (ledger_rollup --follow) while it runs: pages then leave
+# the building of chart hours to it (pipeline/summariser.py).
+SUMMARISER_LOCK = env_path(
+    "SUMMARISER_LOCK", DJANGO_DB.with_name(DJANGO_DB.name + ".summariser.lock")
+)
 # Every query on the read-only ledger connection is stopped after this long (milliseconds).
 LEDGER_QUERY_TIMEOUT_MS = env_int("LEDGER_QUERY_TIMEOUT_MS", 2000, minimum=1)
 # The staff health page scans whole tables on purpose: each of its queries may take this long.

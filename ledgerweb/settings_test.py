@@ -2,6 +2,7 @@
 
 import os
 import tempfile
+from pathlib import Path
 
 os.environ.setdefault("SECRET_KEY", "tests-only-not-a-secret")
 os.environ.setdefault("HTTPS", "0")  # the test client and live server speak plain http
@@ -22,3 +23,5 @@ DATABASES["default"]["TEST"] = {  # noqa: F405
 # browser test sets up its users; on a loaded 2-core machine that outlasted the 5 s busy wait
 # ("database is locked" at setup). Tests wait longer rather than fail.
 DATABASES["default"]["OPTIONS"] = DATABASES["default"]["OPTIONS"] | {"timeout": 30}  # noqa: F405
+# A summariser running for the demo ledger must not change how the tests' pages build hours.
+SUMMARISER_LOCK = Path(tempfile.gettempdir()) / f"ledgerweb-test-summariser-{os.getpid()}.lock"

@@ -24,8 +24,8 @@ from ledgerweb.costs import CostSum, TurnCost, turn_cost, usd
 from ledgerweb.params import NOT_APPLIED, problem, reject
 from ledgerweb.prices import TokenUsage
 from ledgerweb.sqlite import LedgerQueryTimeout
-from ledgerweb.timestamps import now_ms
-from pipeline import rollups
+from ledgerweb.timestamps import ms_to_datetime, now_ms
+from pipeline import rollups, summariser
 from pipeline.filters import EXACT, WINDOWS, RequestFilters, value_query, window_bounds
 from pipeline.rollups import HOUR, MAX_STAGE_MS
 from pipeline.stages import STAGE_INDEX, STAGES, STATUSES
@@ -45,6 +45,13 @@ TOP = 10
 # (stages, sources, hooks, channels, models) and says how many requests the rest hold.
 MAX_CATEGORIES = 20
 MAX_BUCKETS = 60
+# Rows of hours not summarised yet that a chart reads from the ledger (newest first); older ones
+# are left out and said, so that a chart answers within its time limit while a big ledger is
+# being summarised (bench/first_look.py: at 20,000 a chart took 0.4-5 s on a loaded machine,
+# and two answered 503; the summariser stores the newest hours first, so few are left out long).
+LIVE_ROWS = 10_000
+# The stage timings read each row's JSON: ~4 times the work of the other facts a row.
+LIVE_TIMING_ROWS = 2_500
 DAY = 24 * HOUR
 YEAR = 365 * DAY
 # The dates a time axis can draw (Python's datetime and Plotly both stop at year 9999): a window
@@ -123,15 +130,26 @@ class DashboardFilters:
         return rollups.Scope(self.since_ms, self.until_ms, self.source, self.persona)
 
     @cached_property
-    def plan(self) -> rollups.Plan:
-        return rollups.plan(self.since_ms, self.until_ms)
+    def whole_plan(self) -> rollups.Plan:
+        """Stored hours and every hour not summarised yet. Hours are built here (a second's
+        worth) only when no background summariser runs to build them."""
+        budget = 0 if summariser.running() else None
+        return rollups.plan(self.since_ms, self.until_ms, budget_s=budget)
 
-    def unsummarised_hours(self) -> int:
-        """Hours of the window whose rollups are missing (not counting the window's partial
-        first and last hour). Only looks: building is the charts' work, so the dashboard page
-        stays quick."""
-        live = rollups.plan(self.since_ms, self.until_ms, budget_s=0).live
-        return max(0, sum(end - start for start, end in live) // HOUR - 2)
+    def plan_for(self, live_rows: int) -> rollups.Plan:
+        """The plan reading at most `live_rows` rows of hours not summarised yet (the newest;
+        see rollups.Plan.bounded)."""
+        return self.whole_plan.bounded(live_rows)
+
+    @property
+    def plan(self) -> rollups.Plan:
+        return self.plan_for(LIVE_ROWS)
+
+    def summarising(self) -> tuple[int, int]:
+        """(hours summarised, hours to summarise) of the window's whole hours that hold rows.
+        Only looks: the page stays quick."""
+        the_plan = rollups.plan(self.since_ms, self.until_ms, budget_s=0)
+        return len(the_plan.stored), len(the_plan.stored) + len(the_plan.pending)
 
     def facts(self, kind: str, bucket_ms: int | None = None) -> list[tuple]:
         """(bucket, source, key, sub, n, total, last) rows of one kind over the window. Stored
@@ -186,11 +204,28 @@ class DashboardFilters:
         return size
 
 
+def left_out_note(the_plan: rollups.Plan) -> list[str]:
+    """What a chart did not count because its hours are not summarised yet: never a silently
+    smaller total."""
+    if not the_plan.left_out:
+        return []
+    hours = sorted(hour for hour, _ in the_plan.left_out)
+    rows = sum(rows for _, rows in the_plan.left_out)
+    first, last = ms_to_datetime(hours[0]), ms_to_datetime(hours[-1] + HOUR)
+    return [
+        f"Summarising: {len(the_plan.stored):,} of "
+        f"{len(the_plan.stored) + len(the_plan.pending):,} hours. Not counted yet: "
+        f"{len(hours):,} hours ({rows:,} requests) between {first:%Y-%m-%d %H:%M} and "
+        f"{last:%Y-%m-%d %H:%M} UTC, counted once summarised (reload)."
+    ]
+
+
 @dataclass
 class ChartResult:
     data: dict
     figures: list[dict]
     notes: list[str] = field(default_factory=list)
+    plan: rollups.Plan | None = None  # when not the filters' plan (what the note says)
 
 
 @dataclass(frozen=True)
@@ -308,7 +343,8 @@ def _shown_stages(distributions: dict) -> tuple[list[str], int, int]:
 
 
 def stage_timings(f: DashboardFilters) -> ChartResult:
-    distributions = rollups.timing_distributions(f.scope, f.plan)
+    the_plan = f.plan_for(LIVE_TIMING_ROWS)
+    distributions = rollups.timing_distributions(f.scope, the_plan)
     order, hidden_names, hidden_timings = _shown_stages(distributions)
     stats = [
         {"stage": stage, "known": stage in STAGE_INDEX} | distribution_stats(*distributions[stage])
@@ -357,7 +393,7 @@ def stage_timings(f: DashboardFilters) -> ChartResult:
         *_rest_note(hidden_names, "stage names", f" ({hidden_timings:,} timings)"),
     ]
     data = {"stages": stats, "stages_not_shown": hidden_names}
-    return ChartResult(data, [percentiles, distribution], notes)
+    return ChartResult(data, [percentiles, distribution], notes, the_plan)
 
 
 # -- 2. Throughput and outcomes -----------------------------------------------------------------
@@ -923,13 +959,21 @@ CHARTS = {
 }  # fmt: skip
 
 
+def build_chart(chart: Chart, f: DashboardFilters) -> ChartResult:
+    """A chart, with what it left out said first."""
+    result = chart.build(f)
+    result.notes = left_out_note(result.plan or f.plan) + result.notes
+    return result
+
+
 def dashboard_data(f: DashboardFilters) -> dict:
     """The dashboard's JSON twin: every chart's data for the same window and filters (a chart
     that ran out of time says so in its place)."""
+    summarised, total = f.summarising()
     charts = {}
     for slug, chart in CHARTS.items():
         try:
-            result = chart.build(f)
+            result = build_chart(chart, f)
         except LedgerQueryTimeout as error:
             charts[slug] = {"title": chart.title, "error": str(error)}
         else:
@@ -941,6 +985,7 @@ def dashboard_data(f: DashboardFilters) -> dict:
         "source": f.source or None,
         "persona": f.persona or None,
         "errors": f.errors,
-        "unsummarised_hours": f.unsummarised_hours(),
+        "summarised_hours": summarised,
+        "unsummarised_hours": total - summarised,
         "charts": charts,
     }

@@ -27,10 +27,10 @@ import uuid
 import zlib
 from collections import Counter, defaultdict
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
-from django.db import connections, transaction
+from django.db import connections, models, transaction
 
 from ledgerweb import sqlite
 from ledgerweb.costs import tier_band_sql
@@ -50,6 +50,7 @@ BUILD_BUDGET_S = 1.0
 # Complete plans a worker keeps while the ledger is unchanged (sqlite.ledger_version): the seven
 # charts of a dashboard share one window, whose census costs ~100 ms for 30 days of 1M requests.
 _plans = sqlite.WhileUnchanged(keep=64)
+UNFINISHED_PLAN_S = 5.0
 # A stage timing above this (a year) is junk, not a duration: 1e400 in the JSON reads as inf.
 MAX_STAGE_MS = 365 * 86_400_000
 # Settled rows a plan re-reads to check the content of the stored hours verified longest ago
@@ -198,16 +199,37 @@ class Plan:
     live: list[tuple[int, int]]
     processing: list[tuple[int, int]] = field(default_factory=list)
     ledger: str = ""  # the key the stored hours are kept under (ledger_key)
+    # (hour, rows) of the window's whole hours not summarised yet (read live), newest first,
+    # and those a bounded plan leaves out: not counted at all (see bounded).
+    pending: list[tuple[int, int]] = field(default_factory=list)
+    left_out: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def reads_live(self) -> bool:
         return bool(self.live or self.processing)
 
     def live_part(self) -> "Plan":
-        return Plan([], self.live, self.processing, self.ledger)
+        return replace(self, stored=[])
 
     def with_live(self, start: int, end: int) -> "Plan":
-        return Plan(self.stored, _merged([*self.live, (start, end)]), self.processing, self.ledger)
+        return replace(self, live=_merged([*self.live, (start, end)]))
+
+    def bounded(self, max_rows: int) -> "Plan":
+        """This plan reading at most `max_rows` rows of its hours not summarised yet, newest
+        first (the current hour and a window's cut edges are always read): the older ones are
+        left out, and said (left_out), so that a chart answers in time while the hours are being
+        summarised instead of reading a month live."""
+        kept_rows, left_out = 0, []
+        for hour, rows in self.pending:
+            if left_out or kept_rows + rows > max_rows:
+                left_out.append((hour, rows))
+            else:
+                kept_rows += rows
+        if not left_out:
+            return self
+        out = {hour for hour, _ in left_out}
+        live = [r for start, end in self.live for r in _without_hours(start, end, out)]
+        return replace(self, live=live, left_out=left_out)
 
 
 @dataclass
@@ -313,14 +335,22 @@ def plan(
     # it, so that a preset window ("the last 30 days", ending now) finds it again on the next
     # chart and the next page, not only when `until` repeats to the millisecond.
     head_end = min(until_ms, settled_end)
-    head = _plans.get(
-        (str(ledger_path_of()), since_ms, head_end),
-        lambda: _make_plan(
-            since_ms, head_end, first, min(-(-head_end // HOUR) * HOUR, settled_end),
-            BUILD_BUDGET_S if budget_s is None else budget_s,
+    budget_s = BUILD_BUDGET_S if budget_s is None else budget_s
+    key: tuple = (str(ledger_path_of()), since_ms, head_end)
+    if budget_s == 0:
+        # Nothing to build here (a summariser builds the hours): a plan with hours missing is
+        # kept too, for a few seconds, so that a dashboard's seven charts share one. Hours
+        # stored since are read live meanwhile: still exact.
+        key += (int(time.monotonic() // UNFINISHED_PLAN_S),)
+
+    def make() -> tuple[Plan, bool]:
+        the_plan, finished = _make_plan(
+            since_ms, head_end, first, min(-(-head_end // HOUR) * HOUR, settled_end), budget_s,
             VERIFY_ROWS if verify_rows is None else verify_rows,
-        ),
-    )  # fmt: skip
+        )  # fmt: skip
+        return the_plan, finished or budget_s == 0
+
+    head = _plans.get(key, make)
     return head if head_end == until_ms else head.with_live(head_end, until_ms)
 
 
@@ -341,7 +371,7 @@ def _make_plan(
     fresh = {hour for hour, s in stored.items() if s.fingerprint == ledger_hours.get(hour)}
     fresh -= _edited_hours(key, {hour: stored[hour] for hour in fresh - cut}, verify_rows)
     deadline = time.monotonic() + budget_s
-    usable, live, processing, unbuilt = [], [(settled_end, until_ms)], [], False
+    usable, live, processing, pending = [], [(settled_end, until_ms)], [], []
     for hour in sorted(ledger_hours.keys() | stored.keys(), reverse=True):
         settled, digest = ledger_hours.get(hour, (0, 0.0))
         # An hour with no settled row needs nothing stored; any other must match the ledger.
@@ -356,9 +386,12 @@ def _make_plan(
                 processing.append((hour, hour + HOUR))
         else:
             live.append((hour, hour + HOUR))
-            unbuilt = unbuilt or hour not in cut
-    the_plan = Plan(sorted(usable), _clipped(live, since_ms, until_ms), _merged(processing), key)
-    return the_plan, not unbuilt
+            if hour not in cut:
+                pending.append((hour, settled + busy.get(hour, 0)))
+    the_plan = Plan(
+        sorted(usable), _clipped(live, since_ms, until_ms), _merged(processing), key, pending
+    )
+    return the_plan, not pending
 
 
 @dataclass
@@ -426,6 +459,16 @@ def _cut_hours(since_ms: int, until_ms: int, first: int, end: int) -> set[int]:
     )
     ((*outside,),) = sqlite.rows(f"SELECT {probes}", [b for _, *bounds in edges for b in bounds])
     return {hour for (hour, _, _), rows in zip(edges, outside, strict=True) if rows}
+
+
+def _without_hours(start: int, end: int, hours: set[int]) -> list[tuple[int, int]]:
+    """[start, end) less the given hours."""
+    pieces, cursor = [], start
+    for hour in sorted(h for h in hours if h < end and h + HOUR > start):
+        pieces.append((cursor, hour))
+        cursor = hour + HOUR
+    pieces.append((cursor, end))
+    return [(a, b) for a, b in pieces if a < b]
 
 
 def _clipped(ranges, since_ms: int, until_ms: int) -> list[tuple[int, int]]:
@@ -520,20 +563,22 @@ def build_hour(key: str, hour: int, expected: int, digest: float) -> bool:
         RollupHour.objects.filter(ledger=key, hour=hour).delete()
         RollupFact.objects.filter(ledger=key, hour=hour).delete()
         RollupTimings.objects.filter(ledger=key, hour=hour).delete()
-        RollupFact.objects.bulk_create(
-            RollupFact(ledger=key, hour=hour, kind=kind, combined=combined, source=source,
-                       persona=persona, key=k, sub=sub, n=n, total=total, last=last)
-            for kind, rows in facts.items()
-            for combined, kind_rows in ((False, rows), (True, _combined(rows)))
-            for _, source, persona, k, sub, n, total, last in kind_rows
+        _insert(
+            RollupFact,
+            ("ledger", "hour", "kind", "combined", "source", "persona", "key", "sub", "n",
+             "total", "last"),
+            ((key, hour, kind, combined, source, persona, k, sub, n, total, last)
+             for kind, rows in facts.items()
+             for combined, kind_rows in ((False, rows), (True, _combined(rows)))
+             for _, source, persona, k, sub, n, total, last in kind_rows),
         )  # fmt: skip
         per_scope = _arrays(timings)
-        RollupTimings.objects.bulk_create(
-            RollupTimings(ledger=key, hour=hour, combined=combined, source=source,
-                          persona=persona, stage=stage, values=values.tobytes(),
-                          counts=counts.tobytes())
-            for combined, arrays in ((False, per_scope), (True, _combined_arrays(per_scope)))
-            for (source, persona, stage), (values, counts) in arrays.items()
+        _insert(
+            RollupTimings,
+            ("ledger", "hour", "combined", "source", "persona", "stage", "values", "counts"),
+            ((key, hour, combined, source, persona, stage, values.tobytes(), counts.tobytes())
+             for combined, arrays in ((False, per_scope), (True, _combined_arrays(per_scope)))
+             for (source, persona, stage), (values, counts) in arrays.items()),
         )  # fmt: skip
         now = now_ms()
         RollupHour.objects.create(
@@ -541,6 +586,28 @@ def build_hour(key: str, hour: int, expected: int, digest: float) -> bool:
             built_at=now, verified_at=now,
         )  # fmt: skip
     return True
+
+
+def _insert(model, names: tuple[str, ...], rows) -> None:
+    """Insert rows of values for the model's `names` fields in one executemany: an hour is
+    ~2,000 fact rows, which bulk_create spent ~60 % of the hour's build time making into model
+    objects and SQL. Text fields get str() of a value, as the ORM gives them."""
+    fields = [model._meta.get_field(name) for name in names]
+    as_text = [isinstance(f, models.TextField | models.CharField) for f in fields]
+
+    def prepared(row):
+        return [
+            str(v) if text and v is not None and not isinstance(v, str) else v
+            for v, text in zip(row, as_text, strict=True)
+        ]
+
+    columns = ", ".join(connections["default"].ops.quote_name(f.column) for f in fields)
+    with connections["default"].cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {model._meta.db_table} ({columns}) "
+            f"VALUES ({', '.join(['%s'] * len(fields))})",
+            [prepared(row) for row in rows],
+        )
 
 
 def _combined(rows) -> list[tuple]:

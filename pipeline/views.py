@@ -8,7 +8,7 @@ from django.views.decorators.http import require_GET
 from ledgerweb.http import wants_json
 from ledgerweb.params import answers_bad_parameters, choice, cursor, sqlite_number, strict
 from ledgerweb.sqlite import LedgerQueryTimeout
-from pipeline import charts, json_twins
+from pipeline import charts, json_twins, summariser
 from pipeline.detail import load_request, similar_query
 from pipeline.filters import WINDOWS, RequestFilters
 from pipeline.list_rows import request_rows_html
@@ -111,9 +111,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "filters": filters,
         "charts": charts.CHARTS,
         "windows": WINDOWS,
-        # Said once, here: each chart builds missing hours as it loads, so a count in every
-        # card would differ from card to card.
-        "unsummarised_hours": filters.unsummarised_hours(),
+        # Said here for the window; a chart that leaves hours out says which in its card.
+        "summarising": filters.summarising(),
+        "summariser_running": summariser.running(),
     }
     return render(request, "pipeline/dashboard.html", ctx)
 
@@ -125,7 +125,7 @@ def chart(request: HttpRequest, chart: str) -> HttpResponse:
     filters = charts.DashboardFilters.from_query(request.GET)
     ctx = {"chart": charts.CHARTS[chart], "filters": filters}
     try:
-        result = charts.CHARTS[chart].build(filters)
+        result = charts.build_chart(charts.CHARTS[chart], filters)
     except LedgerQueryTimeout as error:
         if wants_json(request):
             raise  # the middleware answers JSON clients

@@ -143,3 +143,29 @@ def test_the_health_page_is_for_staff_only(viewer_client, client, operator, clea
     assert response.status_code == 200
     assert b"Ledger health" in response.content
     assert client.get("/health/?format=json").json()["findings"][0]["severity"] == "info"
+
+
+# Rows planted after a first read: each request must read afresh, not the test's snapshot.
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_the_page_shows_the_kept_report_with_when_it_ran_and_checks_again_on_request(
+    admin_client, clean
+):
+    call_command("ledger_check", keep=True, stdout=StringIO())
+    clean.turn({"id": "S1"}, id="ORPHAN", parent_turn_id="gone")
+    page = admin_client.get("/health/").content.decode()
+    # The kept report, said as such: a big ledger's checks take tens of seconds, not a page load.
+    assert "No problems found." in page and "kept from the last run" in page
+    assert "checked <time" in page
+    again = re.search(r'<a href="([^"]*)">check again</a>', page).group(1)
+    rechecked = admin_client.get(urljoin("/health/", again)).content.decode()
+    assert "1 problem found." in rechecked and "turn ORPHAN" in rechecked
+    assert "kept from the last run" not in rechecked
+    later = admin_client.get("/health/").content.decode()  # that run is kept in turn
+    assert "1 problem found." in later and "kept from the last run" in later
+    assert admin_client.get("/health/?format=json").json()["kept"] is True
+
+
+def test_the_background_summariser_keeps_a_health_report(admin_client, clean):
+    call_command("ledger_rollup", follow=True, every=0, rounds=1, stdout=StringIO())
+    page = admin_client.get("/health/").content.decode()
+    assert "No problems found." in page and "kept from the last run" in page

@@ -1,0 +1,12 @@
+from django.db import models
+
+
+class HealthReport(models.Model):
+    """The last health check of a ledger (ledgerweb/health.py), kept in Django's database so
+    that the staff page shows it at once: the checks scan whole tables (41 s on a big ledger),
+    so the background summariser runs them (see docs/decisions.md)."""
+
+    ledger_path = models.TextField(unique=True)
+    checked_at = models.BigIntegerField()  # Unix ms
+    took_ms = models.BigIntegerField()
+    findings = models.JSONField()

@@ -1,0 +1,83 @@
+"""The first look at a big ledger: a background summariser (ledger_rollup --follow) builds the
+chart hours, and charts meanwhile read a bounded live part and say which hours they left out."""
+
+import io
+import re
+
+from builders import LEDGER_DB, T0
+from django.core.management import call_command
+from test_rollups import SINCE, UNTIL, WINDOW, every_chart, messy_requests, stored_hours
+
+from ledgerweb.timestamps import now_ms
+from pipeline import charts, rollups, summariser
+
+pytestmark = LEDGER_DB
+H = rollups.HOUR
+
+
+def hour_counts(ledger) -> dict[int, int]:
+    return dict(
+        ledger.conn.execute(
+            "SELECT started_at / ? * ?, count(*) FROM nexus_requests GROUP BY 1", (H, H)
+        ).fetchall()
+    )
+
+
+def card(client, slug: str) -> str:
+    return client.get(f"/pipeline/charts/{slug}/?{WINDOW}").content.decode()
+
+
+def test_a_chart_counts_the_newest_hours_not_summarised_and_says_which_it_left_out(
+    viewer_client, ledger, monkeypatch
+):
+    messy_requests(ledger)
+    monkeypatch.setattr(rollups, "BUILD_BUDGET_S", 0)  # as on a fresh install of a big ledger
+    monkeypatch.setattr(charts, "LIVE_ROWS", 200)
+    monkeypatch.setattr(charts, "LIVE_TIMING_ROWS", 100)
+    # The window's whole hours (its first and last are cut, always read): newest first, those
+    # that fit in 200 rows are read, the older ones left out.
+    whole = sorted((h for h in hour_counts(ledger) if h > SINCE and h + H < UNTIL), reverse=True)
+    counts = hour_counts(ledger)
+    read = 0
+    while counts[whole[0]] + read <= 200:
+        read += counts[whole.pop(0)]
+    left_rows = sum(counts[h] for h in whole)
+    (in_window,) = ledger.conn.execute(
+        "SELECT count(*) FROM nexus_requests WHERE started_at >= ? AND started_at < ?",
+        (SINCE, UNTIL),
+    ).fetchone()
+
+    answer = viewer_client.get(f"/pipeline/charts/throughput/?{WINDOW}&format=json").json()
+    assert sum(bucket["total"] for bucket in answer["buckets"]) == in_window - left_rows
+    said = re.sub(r"\s+", " ", card(viewer_client, "throughput"))
+    assert f"Summarising: 0 of 12 hours. Not counted yet: {len(whole)} hours ({left_rows} " in said
+    for slug in charts.CHARTS:  # every chart says it, and none fails
+        assert "Not counted yet" in card(viewer_client, slug)
+    # The stage timings (each row's JSON read) read fewer rows live, and say so.
+    assert f"Not counted yet: {len(whole)} hours" not in card(viewer_client, "stage-timings")
+
+
+def test_with_a_summariser_running_pages_build_no_hours_and_say_it_summarises(
+    viewer_client, ledger
+):
+    messy_requests(ledger)
+    with summariser.holding_lock():
+        assert summariser.running()
+        every_chart(viewer_client, WINDOW)
+        page = viewer_client.get(f"/pipeline/?{WINDOW}").content.decode()
+    assert not stored_hours()
+    assert "Summarising: 0 of 12 hours of this window, in the background" in page
+    assert not summariser.running()
+
+
+def test_the_summariser_builds_every_hour_then_the_charts_read_them_from_the_store(
+    viewer_client, ledger
+):
+    messy_requests(ledger)
+    days = (now_ms() - T0) // (24 * H) + 2
+    out = io.StringIO()
+    call_command("ledger_rollup", follow=True, every=0, rounds=1, days=days, stdout=out)
+    assert stored_hours() == set(hour_counts(ledger))
+    assert "14 of 14 hours summarised" in out.getvalue()
+    page = viewer_client.get(f"/pipeline/?{WINDOW}").content.decode()
+    assert "Summarising:" not in page
