@@ -414,9 +414,7 @@ def test_session_and_request_pages_fit_a_phone(page, live_server, operator, demo
     assert overflowing == [], "\n" + "\n".join(overflowing)
 
 
-def test_the_overview_and_health_pages_fit_a_phone(
-    page, live_server, admin_user, demo, sign_in
-):
+def test_the_overview_and_health_pages_fit_a_phone(page, live_server, admin_user, demo, sign_in):
     # Their cards sat in 22rem grid columns and their tables had ids in unbreakable cells.
     sign_in("ada")
     overflowing = overflowing_on_a_phone(page, live_server, ["/", "/health/"])
