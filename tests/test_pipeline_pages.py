@@ -432,6 +432,14 @@ def test_an_empty_window_draws_empty_charts(viewer_client, pipeline):
         assert response.status_code == 200, slug
 
 
+def test_the_dashboards_request_link_lists_the_requests_of_its_window(viewer_client, pipeline):
+    dashboard = "/pipeline/?" + urlencode(WINDOW | {"source": "gmail"})
+    tree = parse_html(viewer_client.get(dashboard).content)
+    (link,) = [a for a in tree.iter("a") if "requests of this window" in (a.text or "")]
+    url = urljoin(dashboard, link.get("href"))
+    assert list_ids(viewer_client, url) == ["R03", "R04"]  # not R-before, R-after, nor imessage
+
+
 def test_an_unknown_chart_is_a_404(viewer_client):
     assert viewer_client.get("/pipeline/charts/horoscope/").status_code == 404
 
