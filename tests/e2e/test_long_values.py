@@ -21,3 +21,18 @@ def test_long_event_principal_and_stage_keep_the_request_list_on_screen(
     assert page.locator("table.requests tbody tr").count() == 1
     width, window = page_width(page)
     assert width <= window, f"the list is {width} px wide in a {window} px window"
+
+
+def test_a_long_hint_persona_and_channel_keep_the_session_list_on_screen(
+    page, live_server, viewer, ledger, sign_in
+):
+    no_spaces = "persona_without_spaces_" * 10
+    s = ledger.session(id="S1", persona=no_spaces, routing_key=f"{no_spaces}:x:default")
+    turn = ledger.turn(s, id="T1")
+    ledger.message(turn, 1, content="a first line of the longest kind, " * 4)  # a 120-char hint
+    ledger.set_head(s, turn, turn)
+    page.set_viewport_size(DESKTOP)
+    sign_in("vera", next_url="/sessions/")
+    assert page.locator("table.sessions .hint").count() == 1
+    width, window = page_width(page)
+    assert width <= window, f"the list is {width} px wide in a {window} px window"
