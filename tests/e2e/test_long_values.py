@@ -1,4 +1,4 @@
-"""Ledger values of any length never make a list wider than a desktop window."""
+"""Ledger values of any length never make a page wider than its window."""
 
 import pytest
 
@@ -36,3 +36,15 @@ def test_a_long_hint_persona_and_channel_keep_the_session_list_on_screen(
     assert page.locator("table.sessions .hint").count() == 1
     width, window = page_width(page)
     assert width <= window, f"the list is {width} px wide in a {window} px window"
+
+
+def test_a_session_label_without_spaces_wraps_on_a_phone(
+    page, live_server, viewer, ledger, sign_in
+):
+    s = ledger.session(id="S1", label='href="javascript:alert(1)">click</a>' * 3)
+    turn = ledger.turn(s, id="T1")
+    ledger.set_head(s, turn, turn)
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in("vera", next_url="/sessions/S1/")
+    width, window = page_width(page)
+    assert width <= window, f"the session page is {width} px wide in a {window} px window"
