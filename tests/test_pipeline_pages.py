@@ -516,3 +516,24 @@ def test_list_rows_show_each_request_escaped_and_link_to_it(viewer_client, ledge
     assert "(not a time)" in "".join(weird.itertext())  # a text started_at, said so
     assert "<img src=x" not in page
     assert viewer_client.get(reverse("pipeline:request", args=["R/1 <x>"])).status_code == 200
+
+
+def test_auto_refresh_says_its_state_and_its_link_turns_it_on_and_off(viewer_client, pipeline):
+    def refresh_control(url: str) -> tuple[str, str, bool]:
+        page = viewer_client.get(url).content.decode()
+        (box,) = [
+            div
+            for div in parse_html(page).iter("div")
+            if "Auto-refresh" in "".join(div.itertext()) and div.get("class") == "filter"
+        ]
+        (link,) = box.iter("a")
+        state = " ".join("".join(box.itertext()).split())
+        return state, urljoin(url, link.get("href")), "every 30s" in page
+
+    dashboard = "/pipeline/?" + urlencode(WINDOW)
+    state, turn_on, refreshing = refresh_control(dashboard)
+    assert state == "Auto-refresh off · turn on (every 30 s)" and not refreshing
+    state, stop, refreshing = refresh_control(turn_on)
+    assert state == "Auto-refresh every 30 s · stop" and refreshing
+    state, _, refreshing = refresh_control(stop)
+    assert state.startswith("Auto-refresh off") and not refreshing
