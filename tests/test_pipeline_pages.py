@@ -537,3 +537,26 @@ def test_auto_refresh_says_its_state_and_its_link_turns_it_on_and_off(viewer_cli
     assert state == "Auto-refresh every 30 s · stop" and refreshing
     state, _, refreshing = refresh_control(stop)
     assert state.startswith("Auto-refresh off") and not refreshing
+
+
+def test_a_chart_with_nothing_to_count_says_so_instead_of_drawing_bare_axes(
+    viewer_client, pipeline
+):
+    def card(slug: str, since: int, until: int) -> str:
+        url = f"/pipeline/charts/{slug}/?" + urlencode({"since": since, "until": until})
+        return viewer_client.get(url).content.decode()
+
+    for slug in (
+        "throughput",
+        "failures",
+        "stage-timings",
+        "hooks",
+        "sources",
+        "tokens",
+        "delivery",
+    ):
+        body = card(slug, T0 - 10 * H, T0 - 9 * H)  # an hour before any request
+        assert "Nothing to draw in this window." in body and "data-figure" not in body, slug
+    # R01 alone: one completed request, no failure to draw.
+    assert "Nothing to draw" in card("failures", T0, T0 + 1500)
+    assert "data-figure" in card("throughput", T0, T0 + 1500)
