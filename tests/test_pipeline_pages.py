@@ -12,6 +12,7 @@ from django.db import connections
 from django.urls import reverse
 
 from ledgerweb.db import LEDGER
+from pipeline.charts import CHARTS
 
 pytestmark = LEDGER_DB
 H = 3_600_000
@@ -546,15 +547,7 @@ def test_a_chart_with_nothing_to_count_says_so_instead_of_drawing_bare_axes(
         url = f"/pipeline/charts/{slug}/?" + urlencode({"since": since, "until": until})
         return viewer_client.get(url).content.decode()
 
-    for slug in (
-        "throughput",
-        "failures",
-        "stage-timings",
-        "hooks",
-        "sources",
-        "tokens",
-        "delivery",
-    ):
+    for slug in CHARTS:
         body = card(slug, T0 - 10 * H, T0 - 9 * H)  # an hour before any request
         assert "Nothing to draw in this window." in body and "data-figure" not in body, slug
     # R01 alone: one completed request, no failure to draw.
