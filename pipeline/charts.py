@@ -227,6 +227,19 @@ class ChartResult:
     notes: list[str] = field(default_factory=list)
     plan: rollups.Plan | None = None  # when not the filters' plan (what the note says)
 
+    @property
+    def is_empty(self) -> bool:
+        """Nothing to draw: a window without requests still has its time buckets, each 0, and
+        drawn they were bare axes (the tokens chart's spanning 2000-2001)."""
+        traces = [trace for figure in self.figures for trace in figure.get("data", [])]
+        return not any(_counts_something(trace) for trace in traces)
+
+
+def _counts_something(trace: dict) -> bool:
+    """A trace whose value axis (x for horizontal bars, else y) holds a number other than 0."""
+    values = trace.get("x" if trace.get("orientation") == "h" else "y") or []
+    return any(isinstance(v, int | float) and not isinstance(v, bool) and v for v in values)
+
 
 @dataclass(frozen=True)
 class Chart:

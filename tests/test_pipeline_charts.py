@@ -261,7 +261,7 @@ def test_many_distinct_values_are_drawn_up_to_a_bound_and_the_rest_is_said(viewe
 def test_the_dashboard_has_a_json_twin_with_every_chart(viewer_client, odd):
     page = viewer_client.get("/pipeline/?" + urlencode(WINDOW)).content.decode()
     parse_html(page)
-    twin_link = page.split('All requests →</a> <a href="', 1)[1].split('"', 1)[0]
+    twin_link = page.split('of this window →</a> · <a href="', 1)[1].split('"', 1)[0]
     twin = viewer_client.get(urljoin("http://testserver/pipeline/", html.unescape(twin_link)))
     assert twin["Content-Type"] == "application/json"
     data = twin.json()

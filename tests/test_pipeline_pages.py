@@ -12,6 +12,7 @@ from django.db import connections
 from django.urls import reverse
 
 from ledgerweb.db import LEDGER
+from pipeline.charts import CHARTS
 
 pytestmark = LEDGER_DB
 H = 3_600_000
@@ -432,6 +433,14 @@ def test_an_empty_window_draws_empty_charts(viewer_client, pipeline):
         assert response.status_code == 200, slug
 
 
+def test_the_dashboards_request_link_lists_the_requests_of_its_window(viewer_client, pipeline):
+    dashboard = "/pipeline/?" + urlencode(WINDOW | {"source": "gmail"})
+    tree = parse_html(viewer_client.get(dashboard).content)
+    (link,) = [a for a in tree.iter("a") if "requests of this window" in (a.text or "")]
+    url = urljoin(dashboard, link.get("href"))
+    assert list_ids(viewer_client, url) == ["R03", "R04"]  # not R-before, R-after, nor imessage
+
+
 def test_an_unknown_chart_is_a_404(viewer_client):
     assert viewer_client.get("/pipeline/charts/horoscope/").status_code == 404
 
@@ -509,3 +518,39 @@ def test_list_rows_show_each_request_escaped_and_link_to_it(viewer_client, ledge
     assert "(not a time)" in "".join(weird.itertext())  # a text started_at, said so
     assert "<img src=x" not in page
     assert viewer_client.get(reverse("pipeline:request", args=["R/1 <x>"])).status_code == 200
+
+
+def test_auto_refresh_says_its_state_and_its_link_turns_it_on_and_off(viewer_client, pipeline):
+    def refresh_control(url: str) -> tuple[str, str, bool]:
+        page = viewer_client.get(url).content.decode()
+        (box,) = [
+            div
+            for div in parse_html(page).iter("div")
+            if "Auto-refresh" in "".join(div.itertext()) and div.get("class") == "filter"
+        ]
+        (link,) = box.iter("a")
+        state = " ".join("".join(box.itertext()).split())
+        return state, urljoin(url, link.get("href")), "every 30s" in page
+
+    dashboard = "/pipeline/?" + urlencode(WINDOW)
+    state, turn_on, refreshing = refresh_control(dashboard)
+    assert state == "Auto-refresh off · turn on (every 30 s)" and not refreshing
+    state, stop, refreshing = refresh_control(turn_on)
+    assert state == "Auto-refresh every 30 s · stop" and refreshing
+    state, _, refreshing = refresh_control(stop)
+    assert state.startswith("Auto-refresh off") and not refreshing
+
+
+def test_a_chart_with_nothing_to_count_says_so_instead_of_drawing_bare_axes(
+    viewer_client, pipeline
+):
+    def card(slug: str, since: int, until: int) -> str:
+        url = f"/pipeline/charts/{slug}/?" + urlencode({"since": since, "until": until})
+        return viewer_client.get(url).content.decode()
+
+    for slug in CHARTS:
+        body = card(slug, T0 - 10 * H, T0 - 9 * H)  # an hour before any request
+        assert "Nothing to draw in this window." in body and "data-figure" not in body, slug
+    # R01 alone: one completed request, no failure to draw.
+    assert "Nothing to draw" in card("failures", T0, T0 + 1500)
+    assert "data-figure" in card("throughput", T0, T0 + 1500)

@@ -404,3 +404,15 @@ def test_a_reloaded_session_shows_what_the_runtime_wrote_since(viewer_client, le
     page, sql = load()
     assert reads_turns(sql)
     assert 'aria-current="true"' in page.split('id="turn-T2"')[1].split(">")[0]
+
+
+def test_a_subagent_says_whose_it_is_and_which_call_spawned_it_in_one_sentence(
+    viewer_client, ledger
+):
+    parent = ledger.session(id="P1", label="Refactor")
+    call = ledger.tool_call(ledger.turn(parent, id="PT1"), 1, id="toolu_9", tool_name="Task")
+    ledger.session(id="C1", label="Find callers", routing_key=f"subagent:P1:{call['id']}")
+    tree = parse_html(viewer_client.get("/sessions/C1/").content)
+    (line,) = [li for li in tree.iter("li") if "Subagent of" in "".join(li.itertext())]
+    text = " ".join("".join(line.itertext()).split())
+    assert text == "Subagent of Refactor, spawned by tool call Task toolu_9"

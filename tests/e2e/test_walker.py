@@ -396,15 +396,27 @@ def narrow_pages(conn) -> list[str]:
     ]
 
 
-def test_session_and_request_pages_fit_a_phone(page, live_server, operator, demo, sign_in):
-    sign_in("otto")
+def overflowing_on_a_phone(page, live_server, paths: list[str]) -> list[str]:
     page.set_viewport_size(NARROW)
     overflowing = []
-    for path in narrow_pages(demo):
+    for path in paths:
         page.goto(live_server.url + path)
         page.wait_for_load_state("networkidle")
         found = page.evaluate(OVERFLOW)
         print(f"{NARROW['width']} px: {path} is {found['pageWidth']} px wide")
         if found["pageWidth"] > found["width"] or found["wide"]:
             overflowing.append(f"{path}: {found}")
+    return overflowing
+
+
+def test_session_and_request_pages_fit_a_phone(page, live_server, operator, demo, sign_in):
+    sign_in("otto")
+    overflowing = overflowing_on_a_phone(page, live_server, narrow_pages(demo))
+    assert overflowing == [], "\n" + "\n".join(overflowing)
+
+
+def test_the_overview_and_health_pages_fit_a_phone(page, live_server, admin_user, demo, sign_in):
+    # Their cards sat in 22rem grid columns and their tables had ids in unbreakable cells.
+    sign_in("ada")
+    overflowing = overflowing_on_a_phone(page, live_server, ["/", "/health/"])
     assert overflowing == [], "\n" + "\n".join(overflowing)

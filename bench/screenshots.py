@@ -1,0 +1,118 @@
+"""Retake docs/screenshots/ from the demo ledger served by a running ledgerweb.
+
+    SECRET_KEY=x DEBUG=1 .venv/bin/python manage.py ledger_demo var/demo-ledger.sqlite3
+    .venv/bin/python manage.py ledger_rollup        # the dashboard without "not summarised yet"
+    make serve PORT=8600 &                          # or gunicorn on any port
+    .venv/bin/python -m bench.screenshots --url http://127.0.0.1:8600 --user admin \\
+        --password "$PASSWORD" [overview thread ...]  # names: only these
+
+Desktop shots are 1280 px wide, phone shots (`*-phone.png`) 390 px at twice the pixel density;
+each is cropped to its first screens so it stays under 400 KB. The pages shown are chosen by SQL
+on the ledger (read-only), so a rebuilt demo ledger gives the same kind of page.
+"""
+
+import argparse
+import sqlite3
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+OUT = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+
+# A mid-sized session with branches, failed turns and a compaction.
+SESSION_SQL = """SELECT s.id FROM sessions s JOIN turns t ON t.session_id = s.id GROUP BY s.id
+  HAVING count(*) BETWEEN 20 AND 60 AND sum(t.status = 'failed') > 0
+     AND (SELECT count(*) FROM compactions c JOIN turns ct ON ct.id = c.turn_id
+          WHERE ct.session_id = s.id) > 0
+  ORDER BY sum((SELECT count(*) FROM turns c WHERE c.parent_turn_id = t.id) > 1) DESC,
+           sum(t.status = 'failed') DESC, s.id LIMIT 1"""
+# Its failed turn with the most failed tool calls (the panel says why it failed).
+FAILED_TURN_SQL = """SELECT t.id FROM turns t WHERE t.session_id = ? AND t.status = 'failed'
+  ORDER BY (SELECT count(*) FROM tool_calls c WHERE c.turn_id = t.id AND c.status = 'failed')
+           DESC, t.id LIMIT 1"""
+# The newest turn below its compaction: the thread page shows the compaction applied.
+THREAD_TURN_SQL = """WITH RECURSIVE below(id, started_at) AS (
+    SELECT t.id, t.started_at FROM turns t JOIN compactions c ON c.turn_id = t.id
+    WHERE t.session_id = ?
+    UNION ALL SELECT t.id, t.started_at FROM turns t JOIN below b ON t.parent_turn_id = b.id)
+  SELECT id FROM below ORDER BY started_at DESC LIMIT 1"""
+# The newest failed request that ran a turn.
+REQUEST_SQL = """SELECT id FROM nexus_requests WHERE status = 'failed' AND turn_id IS NOT NULL
+  ORDER BY started_at DESC LIMIT 1"""
+
+
+def pages(ledger: Path) -> tuple[list, list]:
+    """(desktop, phone) shots as (name, path, height in CSS pixels)."""
+    db = sqlite3.connect(f"file:{ledger}?mode=ro", uri=True)
+
+    def one(sql: str, *params) -> str:
+        return db.execute(sql, params).fetchone()[0]
+
+    session = one(SESSION_SQL)
+    failed_turn = f"/sessions/{session}/turns/{one(FAILED_TURN_SQL, session)}/"
+    thread = f"/sessions/{session}/turns/{one(THREAD_TURN_SQL, session)}/thread/"
+    request = f"/pipeline/requests/{one(REQUEST_SQL)}/"
+    failed_requests = "/pipeline/requests/?status=failed"
+    desktop = [
+        ("overview", "/", 900),
+        ("session-list", "/sessions/", 900),
+        ("session-tree", f"/sessions/{session}/", 1000),
+        ("turn-panel", failed_turn, 1000),
+        ("thread", thread, 1000),
+        ("request-list", failed_requests, 900),
+        ("failed-request", request, 1100),
+        ("pipeline-dashboard", "/pipeline/", 1500),
+    ]
+    phone = [
+        ("session-tree-phone", failed_turn, 1400),
+        ("failed-request-phone", request, 1400),
+        ("request-list-phone", failed_requests, 1100),
+        ("pipeline-dashboard-phone", "/pipeline/", 1400),
+    ]
+    return desktop, phone
+
+
+def shoot(page, url: str, name: str, height: int) -> None:
+    page.goto(url)
+    page.wait_for_load_state("networkidle")  # the dashboard's charts load after the page
+    width = page.viewport_size["width"]
+    full = page.evaluate("document.documentElement.scrollHeight")
+    clip = {"x": 0, "y": 0, "width": width, "height": min(height, full)}
+    page.screenshot(path=OUT / f"{name}.png", full_page=True, clip=clip)
+    print(f"{name}.png ({(OUT / f'{name}.png').stat().st_size // 1024} KB)")
+
+
+def take(browser, args, context_options: dict, shots: list) -> None:
+    context = browser.new_context(**context_options)
+    page = context.new_page()
+    page.goto(f"{args.url}/accounts/login/")
+    page.fill("#id_username", args.user)
+    page.fill("#id_password", args.password)
+    page.click("button[type=submit]")
+    page.wait_for_load_state()
+    for name, path, height in shots:
+        if not args.names or name in args.names:
+            shoot(page, args.url + path, name, height)
+    context.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--url", default="http://127.0.0.1:8000")
+    parser.add_argument("--ledger", type=Path, default=Path("var/demo-ledger.sqlite3"))
+    parser.add_argument("--user", default="admin")
+    parser.add_argument("--password", required=True)
+    parser.add_argument("names", nargs="*", help="only these shots (e.g. thread request-list)")
+    args = parser.parse_args()
+    desktop, phone = pages(args.ledger)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        take(browser, args, {"viewport": {"width": 1280, "height": 900}}, desktop)
+        phone_options = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 2}
+        take(browser, args, phone_options | {"is_mobile": True, "has_touch": True}, phone)
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()
