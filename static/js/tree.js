@@ -50,8 +50,8 @@
     if (turnId) window.location.href = turnUrl(tree, turnId);
   }
   function select(row) {
-    document.querySelectorAll(".tree-row.selected").forEach(function (r) {
-      r.classList.remove("selected"); r.removeAttribute("aria-current");
+    document.querySelectorAll(".tree-row.selected, .tree-row.cursor").forEach(function (r) {
+      r.classList.remove("selected", "cursor"); r.removeAttribute("aria-current");
     });
     row.classList.add("selected", "cursor");
     row.setAttribute("aria-current", "true");

@@ -31,3 +31,45 @@ def test_the_figures_of_every_row_end_at_the_same_place(page, live_server, viewe
     )
     assert len(edges) == 4
     assert all(row == edges[0] for row in edges), edges
+
+
+@pytest.fixture
+def crowded(ledger):
+    """Rows with every badge at once: failed, unknown status, siblings (2/3), a pending head."""
+    s = ledger.session(id="S2")
+    root = ledger.turn(s, id="R", started_at=T0, completed_at=T0 + 1)
+    ledger.message(root, 1, content="a question " * 30)
+    for n, status in enumerate(("failed", "weird-status", "pending")):
+        t = ledger.turn(s, root, id=f"C{n}", status=status, started_at=T0 + 10 + n,
+                        completed_at=T0 + 10 + n + 333_000, total_tokens=1_200_000,
+                        model="claude-sonnet-4-20250514")  # fmt: skip
+        ledger.message(t, 1, content="a question " * 30)
+        ledger.message(t, 2, role="assistant", content=f"answer {n} " * 30)
+        for k in range(12):
+            ledger.tool_call(t, k, status="failed" if k == 0 else "completed")
+    ledger.set_head(s, root, {"id": "C2"})
+
+
+OVERFLOWING_ROWS = """() => Array.from(document.querySelectorAll('.tree-row[data-turn]')).filter(
+    (row) => {
+        const edge = row.getBoundingClientRect().right;
+        return Array.from(row.querySelectorAll('.facts > *')).some(
+            (c) => c.getBoundingClientRect().right > edge + 0.5);
+    }).map((row) => row.dataset.turn)"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_no_figure_passes_the_edge_of_a_crowded_row(page, live_server, viewer, crowded, sign_in,
+                                                   width):  # fmt: skip
+    page.set_viewport_size({"width": width, "height": 900})
+    sign_in("vera", next_url="/sessions/S2/")
+    assert page.evaluate(OVERFLOWING_ROWS) == []
+
+
+def test_one_row_carries_the_keyboard_cursor_after_clicks(page, live_server, viewer, crowded,
+                                                          sign_in):  # fmt: skip
+    sign_in("vera", next_url="/sessions/S2/")
+    for turn_id in ("C0", "C1", "R"):
+        page.locator(f'.tree-row[data-turn="{turn_id}"]').click()
+        page.wait_for_timeout(150)
+    assert page.locator(".tree-row.cursor").count() == 1
