@@ -10,3 +10,8 @@ class HealthReport(models.Model):
     checked_at = models.BigIntegerField()  # Unix ms
     took_ms = models.BigIntegerField()
     findings = models.JSONField()
+
+    class Meta:
+        # As search.IndexState: spares the system checks a connection (a fresh checkout has no
+        # var/ yet, and `check --deploy` or `ledger_import` must not need one).
+        required_db_features = {"supports_json_field"}
