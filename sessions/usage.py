@@ -79,22 +79,13 @@ def session_costs(session_ids) -> dict[str, CostSum]:
     ids = list(session_ids)
     if not ids:
         return {}
-    has_usage = TABLE in sqlite.table_names()
-    usage_join = f"LEFT JOIN {TABLE} u ON u.turn_id = t.id" if has_usage else ""
-    exact = _EXACT if has_usage else "0"
-
-    def pick(sql: str) -> str:  # without the table, every turn is an estimate
-        return sql if has_usage else sql.replace(_EXACT, "0")
-
-    calls, tokens_in = pick(_CALLS), pick(_INPUT)
     ids_sql, params = sqlite.in_list(ids)
     rows = sqlite.rows(
-        f"""SELECT t.session_id, t.model, {_hour_sql()}, {exact},
-                   {tier_band_sql(f"(({tokens_in}) / ({calls}))")}, count(*), sum({calls}),
-                   sum({tokens_in}), sum({pick(_CACHE_READ)}), sum({pick(_CACHE_WRITE)}),
-                   sum({pick(_OUTPUT)})
-            FROM turns t {usage_join}
-            WHERE t.session_id IN {ids_sql} AND {_HAS_TOKENS.format(exact=exact)}
+        f"""SELECT t.session_id, t.model, {_hour_sql()}, {_EXACT},
+                   {tier_band_sql(f"(({_INPUT}) / ({_CALLS}))")}, count(*), sum({_CALLS}),
+                   sum({_INPUT}), sum({_CACHE_READ}), sum({_CACHE_WRITE}), sum({_OUTPUT})
+            FROM turns t LEFT JOIN {_usage_table()} u ON u.turn_id = t.id
+            WHERE t.session_id IN {ids_sql} AND {_HAS_TOKENS.format(exact=_EXACT)}
             GROUP BY 1, 2, 3, 4, 5""",
         params,
     )
@@ -104,6 +95,18 @@ def session_costs(session_ids) -> dict[str, CostSum]:
         at_ms = hour * HOUR_MS if isinstance(hour, int) else None
         totals[session_id].add(turn_cost(model, at_ms, usage, exact=bool(is_exact)), turns)
     return totals
+
+
+# A ledger without the optional table joins an empty stand-in with its columns: every turn is
+# then an estimate, and the query names the same columns either way.
+_NO_USAGE = (
+    "(SELECT NULL AS turn_id, NULL AS model_calls, NULL AS input_tokens,"
+    " NULL AS cache_read_tokens, NULL AS cache_write_tokens, NULL AS output_tokens WHERE 0)"
+)
+
+
+def _usage_table() -> str:
+    return TABLE if TABLE in sqlite.table_names() else _NO_USAGE
 
 
 def _hour_sql() -> str:

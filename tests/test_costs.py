@@ -97,6 +97,8 @@ def test_pages_work_on_a_ledger_without_the_turn_usage_table(viewer_client, ledg
     # Only the ledger's own columns are left: 1,250 prompt + 87 completion tokens, ≈.
     assert ">≈ $0.00506</span>" in html and "billed input" not in html
     assert viewer_client.get("/sessions/S1/").status_code == 200
+    for url in ("/sessions/", "/sessions/?sort=cost"):
+        assert viewer_client.get(url).status_code == 200, url
 
 
 def test_the_thread_says_what_it_cost_and_what_resuming_here_costs(viewer_client, costly):
