@@ -72,17 +72,18 @@ FORGET_ROWS = 50_000
 _COLUMNS = "{bucket}, event_source, session_persona"
 _PROMPT = usable_tokens_sql("agent_tokens_prompt")
 _COMPLETION = usable_tokens_sql("agent_tokens_completion")
+_TOTAL = usable_tokens_sql("agent_tokens_total")
 FACTS = {
     # Requests by status; the source is also the key, so combined rows keep it (by source).
     "source": f"""SELECT {_COLUMNS}, event_source, status, count(*), NULL, NULL
         FROM nexus_requests WHERE {{where}} GROUP BY 1, 2, 3, 4, 5""",
     "principal": f"""SELECT {_COLUMNS}, principal_id, status, count(*), NULL, NULL
         FROM nexus_requests WHERE {{where}} GROUP BY 1, 2, 3, 4, 5""",
-    # Token counts that are not whole numbers (12.5, 'lots') add nothing, and say so (sub).
+    # Token counts that are not usable whole numbers (12.5, 'lots', negative, 2^62: two of those
+    # would overflow the sum and stop every chart) add nothing, and say so (sub).
     "tokens": f"""SELECT {_COLUMNS}, agent_model,
-            CASE WHEN typeof(agent_tokens_total) != 'integer' THEN 'unreadable' END, count(*),
-            sum(CASE WHEN typeof(agent_tokens_total) = 'integer' THEN agent_tokens_total
-                ELSE 0 END), NULL
+            CASE WHEN {_TOTAL} = 0 AND agent_tokens_total IS NOT 0 THEN 'unreadable' END, count(*),
+            sum({_TOTAL}), NULL
         FROM nexus_requests WHERE {{where}} AND agent_tokens_total IS NOT NULL
         GROUP BY 1, 2, 3, 4, 5""",
     # Prompt and completion token sums by model and long-context band, for the cost chart:

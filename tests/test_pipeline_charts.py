@@ -12,6 +12,7 @@ from builders import LEDGER_DB, T0, parse_fragment, parse_html
 
 from ledgerweb.prices import parse_price_overrides
 from pipeline.charts import CHARTS, MAX_BUCKETS, MAX_CATEGORIES
+from pipeline.costs import usable_tokens
 
 pytestmark = LEDGER_DB
 H = 3_600_000
@@ -95,7 +96,7 @@ def tokens_of(ledger, ids) -> int:
     rows = ledger.conn.execute(
         f"SELECT agent_tokens_total FROM nexus_requests WHERE id IN ({marks})", list(ids)
     ).fetchall()
-    return sum(t for (t,) in rows if isinstance(t, int))
+    return sum(usable_tokens(t) for (t,) in rows)
 
 
 def test_a_fractional_started_at_is_counted_by_every_chart(viewer_client, odd):
@@ -104,6 +105,16 @@ def test_a_fractional_started_at_is_counted_by_every_chart(viewer_client, odd):
         assert response.status_code == 200, slug
     buckets = viewer_client.get(chart_url("throughput", format="json")).json()["buckets"]
     assert sum(b["total"] for b in buckets) == 12  # every row of the window, "frac" included
+    models = viewer_client.get(chart_url("tokens", format="json")).json()["models"]
+    assert sum(models["sonnet"]) == 700
+
+
+def test_huge_and_negative_token_counts_add_nothing_and_stop_no_chart(viewer_client, odd):
+    for n, tokens in enumerate((2**62, 2**62, -50)):  # two 2^62 overflow a plain SQL sum
+        odd.request(id=f"huge{n}", started_at=T0 + H + 10 + n, agent_model="sonnet",
+                    agent_tokens_total=tokens)  # fmt: skip
+    for slug in CHARTS:
+        assert viewer_client.get(chart_url(slug, format="json")).status_code == 200, slug
     models = viewer_client.get(chart_url("tokens", format="json")).json()["models"]
     assert sum(models["sonnet"]) == 700
 
