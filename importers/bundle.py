@@ -15,11 +15,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ledgerweb import ulid
+from ledgerweb.schema import OPTIONAL_TABLES
 
 TABLES = ("sessions", "turns", "messages", "tool_calls", "compactions", "turn_usage")
 # Tables a ledger may lack (ARCHITECTURE.md §2, ledgerweb/sql/): the summary names them only when
 # rows were written or found.
-OPTIONAL = ("compactions", "turn_usage")
+OPTIONAL = OPTIONAL_TABLES
 
 
 @dataclass
@@ -157,9 +158,10 @@ class ImportReport:
 
 def _listed(title: str, items: list[tuple[str, str | None]]) -> list[str]:
     """A title and its first LISTED_SKIPS items ("where: why"), the rest only counted."""
-    lines = [title] + [f"  {where}: {why}" if why else f"  {where}" for where, why in items]
+    shown = items[:LISTED_SKIPS]
+    lines = [title] + [f"  {where}: {why}" if why else f"  {where}" for where, why in shown]
     if len(items) > LISTED_SKIPS:
-        lines[LISTED_SKIPS + 1 :] = [f"  … and {len(items) - LISTED_SKIPS} more"]
+        lines.append(f"  … and {len(items) - LISTED_SKIPS} more")
     return lines
 
 

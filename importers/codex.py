@@ -154,7 +154,7 @@ def _is_flat(records: list[Record]) -> bool:
         return True
     return any(
         r.data.get("record_type") == "state"
-        or (r.data.get("type") in ITEM_TYPES and "sessionId" not in r.data)
+        or (_text(r.data.get("type")) in ITEM_TYPES and "sessionId" not in r.data)
         for r in records
     )
 
@@ -357,7 +357,7 @@ class _Rollout:
     def spawn_end(self, payload: dict) -> None:
         """A subagent thread started by one of our calls (a fork repeats its origin's spawns:
         those name the origin as sender and are not ours)."""
-        call = self.calls.get(payload.get("call_id"))
+        call = self.calls.get(_text(payload.get("call_id")))
         child = _text(payload.get("new_thread_id"))
         sender = _text(payload.get("sender_thread_id"))
         if call and child and sender in (None, self.session_id):

@@ -10,6 +10,8 @@ that already, and "claude-code › claude-code" told the reader nothing.
 
 import re
 
+from ledgerweb.text import first_line
+
 LABEL_LENGTH = 80
 NO_PROJECT = "imported"
 # Routing-key kinds (sessions/kinds.py): a channel must not read as one of them.
@@ -18,12 +20,7 @@ RESERVED_CHANNELS = {"subagent", "fork"}
 
 def label_from(text) -> str | None:
     """A label from free text (a prompt, a summary, a task description); None when blank."""
-    if not isinstance(text, str):
-        return None
-    line = next((" ".join(line.split()) for line in text.splitlines() if line.strip()), "")
-    if not line:
-        return None
-    return line if len(line) <= LABEL_LENGTH else line[: LABEL_LENGTH - 1].rstrip() + "…"
+    return first_line(text, LABEL_LENGTH) or None
 
 
 def project_channel(project) -> str | None:

@@ -7,6 +7,7 @@ also read the first words of the answer (or of the first tool call), and a row w
 shared by a sibling shows its answer instead, with "2/3" saying which alternative it is.
 """
 
+from collections import Counter
 from dataclasses import dataclass
 
 from ledgerweb import sqlite
@@ -51,12 +52,10 @@ def alternatives_of(layout: tree.Layout) -> dict[str, Alternative]:
     add_answers(turns)
     found = {}
     for group in groups:
-        prompts = [row.node.data.preview for row in group]
+        prompts = Counter(row.node.data.preview for row in group)  # linear: groups can be huge
         for position, row in enumerate(group, start=1):
-            prompt = row.node.data.preview
-            found[row.node.id] = Alternative(
-                position, len(group), prompts.count(prompt) > 1, row.on_head_path
-            )
+            shared = prompts[row.node.data.preview] > 1
+            found[row.node.id] = Alternative(position, len(group), shared, row.on_head_path)
     return found
 
 
