@@ -11,6 +11,7 @@ Huge fields are read in chunks of CHUNK bytes, so a 10 MB tool result never sits
 whole; text is read as bytes and decoded leniently, so invalid UTF-8 cannot stop the build.
 """
 
+import math
 import re
 import time
 from collections.abc import Callable
@@ -184,10 +185,12 @@ def _reset(state: IndexState) -> None:
 
 def _docs(source: Source, row: tuple) -> list[Doc]:
     rowid, item_id, at, session_id, turn_id, status, persona, routing_key, role, is_open = row[:10]
+    # REAL times are odd but normal (1700000000000.5): indexed at their millisecond, not at 0.
+    at = int(at) if isinstance(at, int | float) and math.isfinite(at) else 0
     meta = {
         "kind": source.kind,
         "item_id": str(item_id),
-        "at": at if isinstance(at, int) else 0,
+        "at": at,
         "session_id": session_id,
         "turn_id": turn_id,
         "status": None if status is None else str(status),
@@ -195,7 +198,7 @@ def _docs(source: Source, row: tuple) -> list[Doc]:
         "channel": str(routing_key) if source.kind == "request" else channel_of(routing_key),
         # A row still changing; but one stuck for a day (a tool call left pending in a finished
         # turn) would be read again at every step for ever: it counts as settled.
-        "open": bool(is_open) and isinstance(at, int) and at >= now_ms() - OPEN_FOR_MS,
+        "open": bool(is_open) and at >= now_ms() - OPEN_FOR_MS,
     }
     docs = []
     for index, (field, column) in enumerate(zip(source.fields, source.columns, strict=True)):

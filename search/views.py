@@ -9,8 +9,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseClientRedirect
 
-from ledgerweb.http import wants_json
-from ledgerweb.params import moment_ms, read
+from ledgerweb.http import LedgerJSONEncoder, wants_json
+from ledgerweb.params import Invalid, moment_ms, read, sqlite_number
 from ledgerweb.sqlite import LedgerQueryTimeout
 from ledgerweb.timestamps import now_ms
 from pipeline.filters import WINDOWS
@@ -80,16 +80,22 @@ class SearchForm:
             moment = read(params, name, moment_ms, form.errors)
             if moment is not None:
                 setattr(form.filters, f"{name}_ms", moment)
-        raw_before = params.get("before", "")
-        if raw_before:
-            if raw_before.isdigit() and len(raw_before) < 20:
-                form.before = int(raw_before)
-            else:
-                form.errors["before"] = "That page link is damaged: showing the first page."
+        form.before = read(params, "before", _page_link, form.errors, "showing the first page")
         return form
 
     def as_query(self) -> dict[str, str]:
         return {name: getattr(self, name) for name in TEXT_FIELDS if getattr(self, name)}
+
+
+def _page_link(raw: str) -> int:
+    """?before=: where the previous page ended, an index position our own links write."""
+    try:
+        value = sqlite_number(raw)
+    except Invalid:
+        value = None
+    if not isinstance(value, int) or value < 0:
+        raise Invalid("this page link is damaged")
+    return value
 
 
 @require_GET
@@ -106,7 +112,7 @@ def search(request: HttpRequest) -> HttpResponse:
     if form.q:
         ctx |= _results(form)
     if wants_json(request):
-        return JsonResponse(_json(ctx))
+        return JsonResponse(_json(ctx), encoder=LedgerJSONEncoder)
     template = "search/results.html"
     if request.htmx and request.GET.get("before"):
         template += "#more"

@@ -232,6 +232,8 @@ def test_filters_narrow_the_results(viewer_client, conversation, ledger):
         ({"until": "2025-02-30"}, "until=2025-02-30"),
         ({"window": "3y"}, "Unknown time window"),
         ({"before": "12abc"}, "page link is damaged"),
+        ({"before": "²"}, "page link is damaged"),  # isdigit() says yes, int() no
+        ({"before": "9" * 19}, "page link is damaged"),  # past SQLite's integers
     ],
 )
 def test_a_bad_parameter_is_explained_inline(viewer_client, conversation, params, message):
@@ -439,3 +441,15 @@ def test_a_huge_query_is_refused_with_a_message(viewer_client, conversation):
     response = viewer_client.get(URL, {"q": "branch " * 500})
     assert response.status_code == 200
     assert "longer than 1,000 characters" in response.content.decode()
+
+
+def test_odd_values_are_found_and_answered_as_json(viewer_client, ledger):
+    """A REAL time is indexed at its millisecond (not 0: a window would drop it), and a BLOB
+    label answers the JSON twin as text, not a 500."""
+    s = ledger.session(id="S9", label=b"blob label")
+    t = ledger.turn(s, id="T9")
+    ledger.set_head(s, t, t)
+    ledger.message(t, 1, id="M9", content="a marmalade question", created_at=T0 + 0.5)
+    data = search(viewer_client, "marmalade", since=str(T0 - 1000))
+    assert [h["id"] for h in hits(data)] == ["M9"]  # indexed at 0 it fell outside the window
+    assert [g["label"] for g in data["groups"]] == ["blob label"]
