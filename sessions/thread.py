@@ -208,8 +208,9 @@ def load_thread(
     shown = [s for s in on_page if full_text or s.in_context]
     folded = {s.turn.id: s.turn for s in on_page if not (full_text or s.in_context)}
     add_aggregates(folded)  # previews, tool-call counts and costs in four queries
-    # Every turn's cost, off the page too: the thread's total spent is theirs (one query).
-    add_costs({s.turn.id: s.turn for s in steps if s.turn.id not in folded})
+    if not full_text:  # the export (full_text) says nothing of costs
+        # Every turn's cost, off the page too: the thread's total spent is theirs (one query).
+        add_costs({s.turn.id: s.turn for s in steps if s.turn.id not in folded})
     _add_contents([s.turn.id for s in shown], {s.turn.id: s for s in shown}, full_text)
     for step in shown:
         first_user = next((m for m in step.messages if m.role == "user"), None)
