@@ -18,6 +18,16 @@ def flag_state(column: str) -> str:
     )
 
 
+def flag_value(value) -> str:
+    """flag_state's Python twin, for a value read through the ORM (SQLite hands back 2 or 'true'
+    as stored): one of FLAG_STATES."""
+    if value is None:
+        return "unknown"
+    if isinstance(value, int | float):  # bool is an int
+        return "yes" if value else "no"
+    return "unreadable"
+
+
 # The hook that handled a request, when hooks_context names it ({"handled_by": "otp-autofill"},
 # as the runtime writes it); NULL when the context is not a JSON object naming one.
 HANDLED_BY = (

@@ -8,6 +8,7 @@ the waterfall; a card never shows "none" or "no" for a stage that did not get to
 import re
 from dataclasses import dataclass
 
+from pipeline.flags import flag_value
 from pipeline.stages import Bar
 
 # The columns each carded stage fills in (seeds/002, "populated at …").
@@ -68,7 +69,7 @@ def _why_not_reached(r) -> str:
 def _why_skipped(r) -> str:
     if r.access_decision == "deny":
         return "Skipped: access was denied."
-    if r.hooks_handled and r.hooks_handled not in ("0", "false"):
+    if flag_value(r.hooks_handled) == "yes":  # read as the charts and list filters read it
         return "Skipped: a hook handled the event."
     return "Skipped: the request finished without this stage."
 
@@ -123,13 +124,15 @@ def hooks_handled_text(handled, cards: dict[str, StageCard]) -> str:
     """The "handled" line of the hooks card, in words that agree with the agent's card."""
     if cards["executeTriggers"].state == FAILED:
         return "— the stage failed before the hooks could decide"
-    if handled is None or handled == "":
+    state = flag_value(handled)
+    stored = "" if handled is True or handled is False else f" (the ledger holds {handled!r})"
+    if state == "unknown":
         return "—"
-    if handled is True:
-        return "yes — a hook handled the event"
-    if handled is False:
+    if state == "yes":
+        return "yes — a hook handled the event" + stored
+    if state == "no":
         agent = cards["runAgent"]
         if agent.state in (RAN, RUNNING, FAILED):
-            return "no — passed to the agent"
-        return f"no — passed on, but the agent did not run ({agent.state})"
+            return "no — passed to the agent" + stored
+        return f"no — passed on, but the agent did not run ({agent.state})" + stored
     return f"{handled!r} (not a boolean: the ledger holds this value)"

@@ -154,3 +154,22 @@ def test_a_boolean_column_holding_something_else_shows_it_as_stored(viewer_clien
     ledger.request(id="ODD", delivery_success=value, delivery_channel="imessage", started_at=T0)
     delivery = card_texts(viewer_client.get("/pipeline/requests/ODD/").content.decode())["Delivery"]
     assert f"delivered {value} (not a boolean)" in delivery
+
+
+@pytest.mark.parametrize(
+    ("handled", "says", "skipped_because"),
+    [
+        (2, "yes — a hook handled the event (the ledger holds 2)", "a hook handled the event"),
+        ("true", "'true' (not a boolean", "the request finished without this stage"),
+    ],
+)
+def test_the_hooks_card_reads_an_odd_handled_flag_as_the_charts_do(
+    viewer_client, ledger, handled, says, skipped_because
+):
+    """2 is true for SQLite, the charts and ?hook_state=handled; 'true' is unreadable there."""
+    timings = json.dumps(dict.fromkeys((*STAGES[:4], "finalize"), 3))
+    ledger.request(id="ODD", status="skipped", stage="finalize", hooks_handled=handled,
+                   hooks_fired='["otp"]', stage_timings=timings)  # fmt: skip
+    cards = card_texts(viewer_client.get("/pipeline/requests/ODD/").content.decode())
+    assert says in cards["Hooks"]
+    assert f"Skipped: {skipped_because}." in cards["Agent"]
