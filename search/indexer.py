@@ -146,8 +146,16 @@ def channel_of(routing_key) -> str | None:
 def ledger_anchor() -> dict:
     """The ledger's first turn (id, time), {} while it has none. Turns are never deleted (the
     Agents Ledger is append-only), unlike requests, which retention takes out."""
+    if "turns" not in sqlite.table_names():  # a Nexus Ledger alone
+        return {}
     found = sqlite.rows("SELECT id, started_at FROM turns ORDER BY rowid LIMIT 1")
     return {"turn": [str(found[0][0]), found[0][1]]} if found else {}
+
+
+def indexable(tables: set[str]) -> list[Source]:
+    """The sources this ledger has. Each reads its session through `turns`: a Nexus Ledger alone
+    (no turns table) is not indexed, and ids still jump to their pages."""
+    return [s for s in SOURCES if s.table in tables and "turns" in tables]
 
 
 def same_ledger(state: IndexState, tables: set[str]) -> bool:
@@ -253,7 +261,7 @@ def step(budget_s: float, on_batch: Callable[[str, int], None] | None = None) ->
     a batch at a time, each batch committed with its high-water mark (safe to interrupt)."""
     deadline = time.monotonic() + budget_s
     tables = sqlite.table_names()
-    sources = [s for s in SOURCES if s.table in tables]
+    sources = indexable(tables)
     progress = Progress()
     state = _state()
     # Most page views find nothing to do: they read, and take the write lock only for work.
@@ -340,7 +348,7 @@ def backlog(sources: list[Source] | None = None) -> dict[str, int]:
     """Rows each table holds beyond the index (counted up to COUNT_CAP + 1)."""
     if sources is None:
         tables = sqlite.table_names()
-        sources = [s for s in SOURCES if s.table in tables]
+        sources = indexable(tables)
     state = _state()
     return {
         s.table: sqlite.rows(

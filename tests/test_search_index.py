@@ -152,3 +152,15 @@ def test_ledger_index_indexes_only_new_rows_and_resumes_after_a_stop(ledger, mon
     ledger.message(t, 9, id="M9", content="word9")
     call_command("ledger_index", verbosity=0)
     assert indexed_items() == 6
+
+
+def test_a_ledger_without_the_agents_tables_is_not_indexed_and_breaks_nothing(
+    viewer_client, ledger
+):
+    ledger.request(id="R-alone", error_message="a lonely failure")
+    for table in ("tool_calls", "messages", "turns", "sessions"):
+        ledger.conn.execute(f"DROP TABLE {table}")
+    call_command("ledger_index")
+    answer = viewer_client.get("/search/", {"q": "lonely", "format": "json"})
+    assert answer.status_code == 200
+    assert viewer_client.get("/search/", {"q": "R-alone"}).status_code in (200, 302)
