@@ -38,6 +38,7 @@ class LedgerOverview:
     latest_requests: list[dict] = field(default_factory=list)
     # What the agent runs cost over the last 24 h and 30 d (the dashboard's cost chart totals).
     costs: dict[str, CostSum] = field(default_factory=dict)
+    cost_notes: list[str] = field(default_factory=list)  # hours not summarised yet, said
 
     @property
     def has_sessions(self) -> bool:
@@ -96,7 +97,7 @@ def ledger_overview() -> LedgerOverview:
             " WHERE started_at > %s AND started_at <= %s AND status = 'failed'",
             last_day,
         )
-        overview.costs = window_costs(COST_WINDOWS)
+        overview.costs, overview.cost_notes = window_costs(COST_WINDOWS)
     return overview
 
 

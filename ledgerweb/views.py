@@ -50,6 +50,7 @@ def _overview_json(summary, staff: bool) -> dict:
         },
         "last_24h": summary.last_day,
         "cost": {window: total.as_json() for window, total in summary.costs.items()},
+        "cost_not_counted": summary.cost_notes,
         "latest_sessions": summary.latest_sessions,
         "latest_requests": summary.latest_requests,
     }

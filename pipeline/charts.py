@@ -831,12 +831,12 @@ def _model_costs(f: DashboardFilters) -> ModelCosts:
     return costs
 
 
-def window_costs(windows: tuple[str, ...]) -> dict[str, CostSum]:
+def window_costs(windows: tuple[str, ...]) -> tuple[dict[str, CostSum], list[str]]:
     """What the agent runs of preset windows ("24h", "30d") cost, as the cost chart sums them:
     the longest window's hours are read once, and each window adds those from its start (a
-    preset window starts on the hour)."""
-    longest = max(windows, key=lambda w: WINDOWS[w])
-    hours = _priced_hours(DashboardFilters.from_query({"window": longest}))
+    preset window starts on the hour). With what was left out, as a chart says it."""
+    longest = DashboardFilters.from_query({"window": max(windows, key=lambda w: WINDOWS[w])})
+    hours = _priced_hours(longest)
     totals = {}
     for window in windows:
         since = DashboardFilters.from_query({"window": window}).since_ms
@@ -844,7 +844,7 @@ def window_costs(windows: tuple[str, ...]) -> dict[str, CostSum]:
         for hour, _, n, cost in hours:
             if hour >= since:
                 total.add(cost, n)
-    return totals
+    return totals, left_out_note(longest.plan)
 
 
 def cost(f: DashboardFilters) -> ChartResult:

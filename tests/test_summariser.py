@@ -81,3 +81,17 @@ def test_the_summariser_builds_every_hour_then_the_charts_read_them_from_the_sto
     assert "14 of 14 hours summarised" in out.getvalue()
     page = viewer_client.get(f"/pipeline/?{WINDOW}").content.decode()
     assert "Summarising:" not in page
+
+
+def test_the_overviews_cost_says_which_hours_it_did_not_count_yet(
+    viewer_client, ledger, monkeypatch
+):
+    start = now_ms() // H * H - 20 * H
+    for n in range(30):  # one request an hour for the last 20 hours or so, with tokens
+        ledger.request(id=f"C{n}", started_at=start + n * H // 2, agent_model="gpt-5",
+                       agent_tokens_prompt=1000, agent_tokens_completion=100)  # fmt: skip
+    monkeypatch.setattr(rollups, "BUILD_BUDGET_S", 0)
+    monkeypatch.setattr(charts, "LIVE_ROWS", 5)
+    page = re.sub(r"\s+", " ", viewer_client.get("/").content.decode())
+    assert "Not counted yet:" in page
+    assert viewer_client.get("/?format=json").json()["cost_not_counted"]
