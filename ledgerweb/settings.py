@@ -124,8 +124,15 @@ DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": DJANGO_DB,
-        # gunicorn workers write sessions concurrently: wait for a lock rather than fail.
-        "OPTIONS": {"timeout": 5, "init_command": "PRAGMA journal_mode = WAL"},
+        # gunicorn workers write sessions concurrently: wait for a lock rather than fail. A
+        # transaction takes its write lock when it begins (IMMEDIATE): a deferred one that read
+        # first and then writes fails at once with "database is locked", whatever the timeout,
+        # when another worker committed in between (SQLite cannot wait on a stale snapshot).
+        "OPTIONS": {
+            "timeout": 5,
+            "init_command": "PRAGMA journal_mode = WAL",
+            "transaction_mode": "IMMEDIATE",
+        },
         "CONN_MAX_AGE": CONN_MAX_AGE_S,
         "CONN_HEALTH_CHECKS": True,
     },

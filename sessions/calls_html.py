@@ -39,12 +39,13 @@ def tool_calls_html(calls: list[ToolCallView], session: Session, turn_id: str) -
         parts.append(
             f'<li id="call-{escape(call.id)}" class="tool-call{" failed" if failed else ""}">'
             f"<details{' open' if opened else ''}>"
-            f"{_summary(call, session_urls, name_and_status)}{body}</details></li>"
+            f"{_summary(call, call_urls.html(call.id), session_urls, name_and_status)}{body}"
+            "</details></li>"
         )
     return mark_safe("\n".join(parts))  # every ledger value was escaped
 
 
-def _summary(call: ToolCallView, session_urls: IdUrls, name_and_status) -> str:
+def _summary(call: ToolCallView, call_url: str, session_urls: IdUrls, name_and_status) -> str:
     elapsed = call.duration_ms
     timing = f"#{escape(call.sequence)}"
     if elapsed is not None:
@@ -56,7 +57,9 @@ def _summary(call: ToolCallView, session_urls: IdUrls, name_and_status) -> str:
     )
     return (
         f"<summary>{name_and_status(call.tool_name, call.status)} "
-        f'<span class="muted small">{timing}</span>{subagent}</summary>'
+        f'<span class="muted small">{timing}</span>{subagent}'
+        f' <a href="{call_url}" class="small call-link" title="This call on its own page">link</a>'
+        "</summary>"
     )
 
 

@@ -269,21 +269,33 @@ def tool_call(request: HttpRequest, session_id: str, turn_id: str, call_id: str)
     if call is None:
         raise Http404(f"No tool call {call_id!r} in turn {turn_id!r}")
     ctx = {"c": call, "session": session, "turn_id": turn_id}
-    return render(request, "sessions/_call_body.html", ctx)
+    # Opened in its list, the body alone; followed as a link (a new tab, a shared URL), a page.
+    return render(
+        request, _fragment_or_page(request, "sessions/_call_body.html", "sessions/call.html"), ctx
+    )
 
 
 @require_GET
 def payload(request: HttpRequest, session_id: str, turn_id: str, kind: str, item_id: str):
-    _get_session_and_turn(session_id, turn_id)
+    session = _get_session_and_turn(session_id, turn_id)
     text = load_payload(turn_id, kind, item_id)
     if text is None:
         raise Http404("No such payload")
-    ctx = {"kind": kind}
+    ctx = {"kind": kind, "item_id": item_id, "session": session, "turn_id": turn_id}
     if kind == "message":
         ctx["text"] = text
     else:
         ctx["json"] = show_json(text)
-    return render(request, "sessions/payload.html", ctx)
+    return render(
+        request,
+        _fragment_or_page(request, "sessions/payload.html", "sessions/payload_page.html"),
+        ctx,
+    )
+
+
+def _fragment_or_page(request: HttpRequest, fragment: str, page: str) -> str:
+    """The part htmx swaps into the turn's panel, or a whole page for a plain GET of its link."""
+    return fragment if request.htmx and not request.htmx.history_restore_request else page
 
 
 @require_GET

@@ -184,9 +184,11 @@ def test_a_long_list_of_tool_calls_loads_each_body_when_opened(viewer_client, le
     page = viewer_client.get("/sessions/S1/turns/T1/").content.decode()
     assert "&quot;n&quot;: 3" not in page  # closed calls carry no payload
     assert 'hx-get="/sessions/S1/turns/T1/calls/C3/"' in page
-    body = viewer_client.get("/sessions/S1/turns/T1/calls/C3/").content.decode()
+    body = viewer_client.get(
+        "/sessions/S1/turns/T1/calls/C3/", headers={"HX-Request": "true"}
+    ).content.decode()
     parse_fragment(body)
-    assert "&quot;n&quot;: 3" in body
+    assert "&quot;n&quot;: 3" in body and "<html" not in body
     data = viewer_client.get("/sessions/S1/turns/T1/?format=json").json()
     assert data["tool_calls"][3]["parameters"]["text"] == '{\n  "n": 3\n}'
     assert viewer_client.get("/sessions/S1/turns/T1/calls/nope/").status_code == 404
@@ -479,3 +481,30 @@ def test_a_thread_whose_context_cannot_be_rebuilt_says_why_it_cannot_be_forked(
     assert re.search(button, page)
     fine = client.get("/sessions/S1/turns/T2/thread/").content.decode()
     assert "cannot be rebuilt" not in fine and "disabled" not in fine
+
+
+def test_every_call_links_to_its_own_page_which_says_where_it_belongs(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    ledger.tool_call(t, 1, id="C1", tool_name="grep", parameters='{"q": "needle"}')
+    ledger.set_head(s, t, t)
+    call_url = reverse("sessions:call", args=["S1", "T1", "C1"])
+    panel = panel_calls(viewer_client)
+    assert panel["C1"].find("details/summary/a[@class='small call-link']").get("href") == call_url
+    # Followed as a link (a new tab, a URL someone shared): a whole page, not a bare fragment.
+    page = viewer_client.get(call_url).content.decode()
+    assert "<html" in page and "&quot;q&quot;: &quot;needle&quot;" in page
+    assert f'href="{reverse("sessions:turn", args=["S1", "T1"])}#call-C1"' in page
+    assert 'href="/sessions/S1/"' in page and "grep" in page
+
+
+def test_load_all_followed_without_htmx_is_a_page_with_the_whole_payload(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    ledger.tool_call(t, 1, id="C1", result='{"big": "' + "x" * 50_000 + '"}')
+    ledger.set_head(s, t, t)
+    url = reverse("sessions:payload", args=["S1", "T1", "result", "C1"])
+    page = viewer_client.get(url).content.decode()
+    assert "<html" in page and "x" * 50_000 in page and 'href="/sessions/S1/turns/T1/"' in page
+    part = viewer_client.get(url, headers={"HX-Request": "true"}).content.decode()
+    assert "<html" not in part and "x" * 50_000 in part
