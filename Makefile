@@ -20,7 +20,7 @@ PYTHON ?= $(shell for p in python3.14 python3.13 python3.12 python3 \
 export LEDGER_DB ?= $(CURDIR)/$(DEMO_LEDGER)
 export DJANGO_DB ?= $(CURDIR)/var/django.sqlite3
 
-.PHONY: help setup demo serve test lint browser migrate soak bench
+.PHONY: help setup demo serve test lint browser postgres migrate soak bench
 
 help:
 	@echo "make demo   set up, build the demo ledger, serve it on http://$(HOST):$(PORT)"
@@ -46,6 +46,14 @@ browser:
 	  echo "Installing Debian's chromium for the browser tests"; \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
 	  || { echo "Could not install chromium: run 'apt-get install chromium' as root"; exit 1; }; }
+
+# PostgreSQL's own binaries (initdb, pg_ctl) for the tests' throwaway server
+# (tests/postgres_server.py); Debian's postgresql package when they are missing.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null || { \
+	  echo "Installing Debian's postgresql for the tests"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } \
+	  || { echo "Could not install postgresql: run 'apt-get install postgresql' as root"; exit 1; }; }
 
 var/secret-key:
 	@mkdir -p var
@@ -75,7 +83,7 @@ serve: migrate
 	  --bind $(HOST):$(PORT) --workers 2 --access-logfile - --timeout 30; \
 	status=$$?; kill $$summariser 2>/dev/null; exit $$status
 
-test: setup browser
+test: setup browser postgres
 	$(BIN)/pytest
 
 # A live writer and browsing clients through gunicorn, in WAL then rollback-journal mode (each
