@@ -339,6 +339,14 @@ def fork(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     if not label:
         flash.error(request, "Give the fork a label so you can find it again.")
         return redirect("sessions:thread", session_id=session_id, turn_id=turn_id)
+    broken = _context_problems(turn_id)
+    if broken:
+        # The page disables its button here; a form posted anyway (an old tab, a script) too.
+        flash.error(
+            request,
+            f"Turn {turn_id}'s context cannot be rebuilt whole ({broken}): nothing was forked.",
+        )
+        return redirect("sessions:thread", session_id=session_id, turn_id=turn_id)
     try:
         new = forking.fork_session(origin, turn_id, label)
     except forking.ForkError as error:
@@ -346,6 +354,13 @@ def fork(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
         return redirect("sessions:thread", session_id=session_id, turn_id=turn_id)
     flash.success(request, f"Forked “{label}” from turn {turn_id}.")
     return redirect("sessions:detail", session_id=new.id)
+
+
+def _context_problems(turn_id: str) -> str:
+    """Why a fork at this turn would not continue what the agent saw (a chain of parents that
+    loops or breaks, a compaction that does not fit), as the thread page says; '' when whole."""
+    the_thread = load_thread(turn_id, page_size=1)
+    return "; ".join(the_thread.problems) if the_thread else ""
 
 
 @require_GET

@@ -389,6 +389,22 @@ def test_a_fork_needs_a_label_and_an_existing_turn(client, operator, convo):
     assert Session.objects.count() == 1
 
 
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_a_fork_posted_at_a_turn_whose_context_is_broken_is_refused_with_the_reason(
+    client, operator, ledger
+):
+    s = ledger.session(id="S1")
+    orphan = ledger.turn(s, id="orphan", parent_turn_id="gone")
+    ledger.set_head(s, orphan, orphan)
+    client.force_login(operator)
+    # The button is disabled on the page; a form posted anyway (an old tab, a script) is refused.
+    response = client.post("/sessions/S1/turns/orphan/fork/", {"label": "x"}, follow=True)
+    assert Session.objects.count() == 1
+    assert response.redirect_chain[-1][0] == "/sessions/S1/turns/orphan/thread/"
+    page = response.content.decode()
+    assert "cannot be rebuilt whole" in page and "nothing was forked" in page
+
+
 def test_the_export_is_a_replayable_transcript(viewer_client, convo):
     data = viewer_client.get("/sessions/S1/turns/T2/export.json").json()
     assert data["turn_ids"] == ["T1", "T2"]
