@@ -69,6 +69,12 @@ class Thread:
     end: int | None = None
 
     @property
+    def remembered(self) -> int:
+        """The turns an agent resuming here has in its context: those a compaction did not fold
+        into its summary."""
+        return sum(1 for step in self.steps if step.in_context)
+
+    @property
     def page_steps(self) -> list[ThreadStep]:
         return self.steps[self.start : self.end]
 

@@ -448,6 +448,9 @@ def test_a_thread_after_a_compaction_lists_only_the_latest_folded_turns(
     assert "The last 50 of them" in page
     assert "question 29" in page and "question 28" not in page  # T029–T078 shown
     assert page.count('<li class="step') == 3  # the folded group, the kept turn, the compaction
+    header = "".join(parse_html(page).find(".//header[@class='page-head']").itertext())
+    assert "81 turns from the root to this turn" in header
+    assert "remember the compaction's summary and 2 of them" in header  # T079 kept, and C
 
 
 def test_a_long_thread_page_shows_the_turns_nearest_the_fork_point(viewer_client, ledger):
