@@ -7,11 +7,11 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from ledgerweb import sqlite
+from ledgerweb.admin import ReadOnlyLedgerAdmin, when
 from ledgerweb.db import LEDGER_WRITE, ledger_path_of
 from pipeline.models import NexusRequest
 from pipeline.retention import apply_retention
 from pipeline.stages import STAGES, STATUSES
-from sessions.admin import ReadOnlyLedgerAdmin, when
 
 
 class ChoicesFilter(admin.SimpleListFilter):
