@@ -19,7 +19,6 @@ import time
 from contextlib import contextmanager
 from datetime import timedelta
 
-from bench.docfile import publish
 from bench.pipeline_bench import HOUR, LEDGER, build_rollups, setup
 from bench.sessions_bench import (
     DOC,
@@ -31,6 +30,7 @@ from bench.sessions_bench import (
     scalar,
     superuser_client,
 )
+from tools.docfile import publish
 
 HEADING = "# Benchmarks: checking the stored chart hours"
 COMMAND = ".venv/bin/python -m bench.rollup_checks --write-doc"
