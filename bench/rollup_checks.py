@@ -40,8 +40,8 @@ WINDOWS = {"24h": 24 * HOUR, "30d": 30 * 24 * HOUR}
 
 @contextmanager
 def clock_from(start_ms: int):
-    """now_ms() starts at `start_ms` and ticks on (every caller reads ledgerweb.timestamps)."""
-    from ledgerweb import timestamps
+    """now_ms() starts at `start_ms` and ticks on (every caller reads ledgerfacts.timestamps)."""
+    from ledgerfacts import timestamps
 
     real = timestamps.datetime
     offset = timedelta(milliseconds=timestamps.now_ms() - start_ms)

@@ -8,9 +8,9 @@ from django.utils import timezone
 from django.utils.functional import cached_property
 from django.utils.text import smart_split
 
+from ledgerfacts.timestamps import ms_to_datetime
 from ledgerweb.formatting import ledger_bool
 from ledgerweb.paging import capped
-from ledgerweb.timestamps import ms_to_datetime
 
 # The ledger is append-only (seed 000) and ledgerweb deletes nothing: no bulk delete anywhere.
 admin.site.disable_action("delete_selected")

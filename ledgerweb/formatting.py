@@ -8,7 +8,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
-from ledgerweb.timestamps import looks_like_seconds, ms_to_datetime
+from ledgerfacts.timestamps import looks_like_seconds, ms_to_datetime
 
 
 def timestamp(value) -> SafeString:

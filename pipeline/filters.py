@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from django.db.models import BooleanField, F
 from django.db.models.expressions import RawSQL
 
+from ledgerfacts.timestamps import now_ms
 from ledgerweb import sqlite
 from ledgerweb.params import (
     Cursor,
@@ -16,7 +17,6 @@ from ledgerweb.params import (
     reject,
     text,
 )
-from ledgerweb.timestamps import now_ms
 from pipeline.flags import FLAG_STATES, HANDLED_BY, NAMED_HANDLER_FIRED, flag_state
 from pipeline.models import NexusRequest
 from pipeline.signatures import SQL_FUNCTION

@@ -17,10 +17,10 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.timesince import timesince
 
+from ledgerfacts.timestamps import ms_to_datetime
 from ledgerweb import sqlite
 from ledgerweb.admin import ReadOnlyLedgerAdmin, when
 from ledgerweb.paging import capped
-from ledgerweb.timestamps import ms_to_datetime
 from sessions.kinds import RoutingKey
 from sessions.models import Compaction, Message, Session, ToolCall, Turn
 from sessions.status_changes import change_status

@@ -12,11 +12,11 @@ from collections import Counter
 import pytest
 from django.core.management import CommandError, call_command
 
+from ledgerfacts.schema import ddl, index_statements
+from ledgerfacts.ulid import decode_time, encode
 from ledgerweb.demo.build import build_demo_ledger
 from ledgerweb.demo.pipeline import STAGES
 from ledgerweb.demo.timeline import DAY, HISTORY, local_hour
-from ledgerweb.schema import ddl, index_statements
-from ledgerweb.ulid import decode_time, encode
 
 NOW = 1_760_000_000_000
 SCALE = "0.2"

@@ -363,7 +363,7 @@ def run(seconds: float, clients: int, journal: str = "wal", workers: int = 2,
         settings: str = "ledgerweb.settings", pause_s: float = 0.005) -> Result:  # fmt: skip
     """One soak: `seconds` of the writer alone, then `seconds` with `clients` browsing."""
     sys.path.insert(0, str(PROJECT))
-    from ledgerweb import schema  # here: the writer process and --help need no Django
+    from ledgerfacts import schema  # here: the writer process and --help need no Django
 
     with tempfile.TemporaryDirectory(prefix="ledgerweb-soak-") as folder:
         folder = Path(folder)

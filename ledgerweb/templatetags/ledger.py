@@ -4,9 +4,9 @@ from django import template
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
+from ledgerfacts.timestamps import ms_to_datetime
 from ledgerweb import formatting
 from ledgerweb.text import as_text, render_markdown
-from ledgerweb.timestamps import ms_to_datetime
 
 register = template.Library()
 
