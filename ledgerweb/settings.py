@@ -80,6 +80,7 @@ INSTALLED_APPS = [
     "sessions.apps.ConversationsConfig",
     "pipeline.apps.PipelineConfig",
     "search.apps.SearchConfig",
+    "importers",
 ]
 
 MIDDLEWARE = [
