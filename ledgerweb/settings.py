@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "pipeline.apps.PipelineConfig",
     "search.apps.SearchConfig",
     "importers",
+    "demo",
 ]
 
 MIDDLEWARE = [

@@ -12,11 +12,11 @@ from collections import Counter
 import pytest
 from django.core.management import CommandError, call_command
 
+from demo.build import build_demo_ledger
+from demo.pipeline import STAGES
+from demo.timeline import DAY, HISTORY, local_hour
 from ledgerfacts.schema import ddl, index_statements
 from ledgerfacts.ulid import decode_time, encode
-from ledgerweb.demo.build import build_demo_ledger
-from ledgerweb.demo.pipeline import STAGES
-from ledgerweb.demo.timeline import DAY, HISTORY, local_hour
 
 NOW = 1_760_000_000_000
 SCALE = "0.2"
@@ -686,7 +686,7 @@ def test_a_failed_build_leaves_nothing_behind(tmp_path, monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("interrupted")
 
-    monkeypatch.setattr("ledgerweb.demo.build.write_extra_requests", explode)
+    monkeypatch.setattr("demo.build.write_extra_requests", explode)
     with pytest.raises(RuntimeError):
         build_demo_ledger(path, scale=0.05, now_ms=NOW)
     assert list(tmp_path.iterdir()) == []

@@ -27,8 +27,8 @@ from walker import (
     with_query,
 )
 
+from demo.build import build_demo_ledger
 from ledgerfacts.timestamps import now_ms
-from ledgerweb.demo.build import build_demo_ledger
 
 pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
 
