@@ -2,36 +2,14 @@
 
 import sqlite3
 
-COLUMNS = {
-    "sessions": (
-        "id", "persona", "routing_key", "label", "root_turn_id", "current_turn_id",
-        "created_at", "updated_at", "status", "source_event_id",
-    ),
-    "turns": (
-        "id", "session_id", "parent_turn_id", "status", "started_at", "completed_at",
-        "prompt_tokens", "completion_tokens", "total_tokens", "model", "source_event_id",
-    ),
-    "messages": ("id", "turn_id", "role", "content", "sequence", "created_at"),
-    "tool_calls": (
-        "id", "turn_id", "tool_name", "parameters", "result", "error", "status",
-        "started_at", "completed_at", "sequence",
-    ),
-    "compactions": (
-        "turn_id", "summary", "summarized_turn_ids", "kept_turn_ids", "model", "tokens_before",
-        "tokens_after", "duration_ms", "trigger_reason", "created_at",
-    ),
-    "nexus_requests": (
-        "id", "event_id", "event_type", "event_source", "stage", "status",
-        "principal_id", "principal_type", "principal_is_user",
-        "access_decision", "access_policy", "session_key", "session_persona", "permissions",
-        "hooks_matched", "hooks_fired", "hooks_handled", "hooks_context",
-        "turn_id", "agent_model", "agent_tokens_prompt", "agent_tokens_completion",
-        "agent_tokens_total", "agent_tool_calls",
-        "delivery_channel", "delivery_message_ids", "delivery_success", "delivery_error",
-        "started_at", "completed_at", "stage_timings",
-        "error_stage", "error_message", "error_stack", "request_snapshot",
-    ),
-}  # fmt: skip
+from ledgerfacts.schema import expected_columns
+
+# The tables the demo writes, each with its columns in the DDL's order: a demo row is a tuple in
+# that order (tuples, not dicts: a benchmark ledger has millions of rows). A column added to the
+# DDL changes the tuple's length, and executemany then refuses the batch rather than shift values.
+DEMO_TABLES = ("sessions", "turns", "messages", "tool_calls", "compactions", "nexus_requests")
+_SCHEMA = expected_columns()
+COLUMNS = {table: tuple(column.name for column in _SCHEMA[table]) for table in DEMO_TABLES}
 
 BATCH_ROWS = 20_000
 

@@ -695,3 +695,15 @@ def test_a_failed_build_leaves_nothing_behind(tmp_path, monkeypatch):
 def test_request_counts_follow_the_scale(db):
     # About 6,000 requests at scale 1, so about 1,200 at scale 0.2.
     assert 900 < value(db, "SELECT count(*) FROM nexus_requests") < 1_800
+
+
+def test_the_demo_writes_its_tables_with_the_schemas_columns():
+    """The demo's column lists come from the DDL, as the importers' writer does: a column
+    renamed, added or reordered in ledgerweb/sql/ cannot leave the demo on an older schema."""
+    from demo.sink import COLUMNS
+    from ledgerfacts.schema import expected_columns
+
+    schema = expected_columns()
+    assert {table: [c.name for c in schema[table]] for table in COLUMNS} == {
+        table: list(columns) for table, columns in COLUMNS.items()
+    }
