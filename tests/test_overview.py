@@ -8,7 +8,7 @@ from django.db import connections
 
 from ledgerfacts.timestamps import now_ms
 from ledgerweb.db import LEDGER
-from ledgerweb.overview import COUNT_CAP
+from overview.summary import COUNT_CAP
 
 pytestmark = LEDGER_DB
 
