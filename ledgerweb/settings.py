@@ -77,7 +77,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "axes",
     "ledgerweb",
-    "sessions.apps.ConversationsConfig",
+    "sessions.apps.SessionsConfig",
     "pipeline.apps.PipelineConfig",
     "search.apps.SearchConfig",
     "importers",

@@ -143,7 +143,7 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
     def open(self, obj):
         return format_html('<a href="{}">open ↗</a>', reverse("sessions:detail", args=[obj.id]))
 
-    change_list_template = "admin/conversations/session/change_list.html"
+    change_list_template = "sessions/admin/session/change_list.html"
 
     def get_urls(self):
         idle = path(
@@ -180,7 +180,7 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
             "count": count,
             **preview(idle, count.value),
         }
-        return TemplateResponse(request, "admin/conversations/session/archive_idle.html", context)
+        return TemplateResponse(request, "sessions/admin/session/archive_idle.html", context)
 
     # Actions change the status only, after a confirmation page, and are logged.
 
@@ -219,7 +219,7 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
                 "action": action,
             }
             return TemplateResponse(
-                request, "admin/conversations/session/confirm_status.html", context
+                request, "sessions/admin/session/confirm_status.html", context
             )
         changed = change_status(ids, status, request.user)
         self.message_user(
@@ -299,4 +299,4 @@ class CompactionAdmin(ReadOnlyLedgerAdmin):
             "opts": self.model._meta,
             "table": table,
         }
-        return TemplateResponse(request, "admin/conversations/table_absent.html", context)
+        return TemplateResponse(request, "sessions/admin/table_absent.html", context)
