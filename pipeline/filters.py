@@ -9,6 +9,7 @@ from django.db.models.expressions import RawSQL
 from ledgerfacts.timestamps import now_ms
 from ledgerweb import sqlite
 from ledgerweb.params import (
+    WINDOWS,
     Cursor,
     choice,
     moment_ms,
@@ -22,7 +23,6 @@ from pipeline.models import NexusRequest
 from pipeline.signatures import SQL_FUNCTION
 
 HOUR = 3_600_000
-WINDOWS = {"1h": HOUR, "24h": 24 * HOUR, "7d": 7 * 24 * HOUR, "30d": 30 * 24 * HOUR}
 # Preset windows from this long up start on the hour (see window_bounds).
 WHOLE_HOURS_FROM = 12 * HOUR
 

@@ -96,6 +96,21 @@ def test_sessions_and_pipeline_never_import_each_other():
     assert not between, "\n".join(between)
 
 
+# Apps that stand alone on the core (ledgerweb) and the facts (ledgerfacts). The overview page
+# is not one of them: it shows what the pipeline says.
+APPS = {"sessions", "pipeline", "search", "importers", "demo"}
+
+
+def test_no_app_imports_another():
+    graph = folder_graph()
+    found = [
+        f"{app} -> {other}: {graph[app][other]}"
+        for app in sorted(APPS)
+        for other in sorted(APPS & set(graph.get(app, {})))
+    ]
+    assert not found, "\n".join(found)
+
+
 def test_nothing_imports_the_bench():
     graph = folder_graph()
     importers = [f"{a}: {targets['bench']}" for a, targets in graph.items() if "bench" in targets]
