@@ -218,9 +218,7 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
                 "status": status,
                 "action": action,
             }
-            return TemplateResponse(
-                request, "sessions/admin/session/confirm_status.html", context
-            )
+            return TemplateResponse(request, "sessions/admin/session/confirm_status.html", context)
         changed = change_status(ids, status, request.user)
         self.message_user(
             request,
