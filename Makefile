@@ -91,7 +91,7 @@ test: setup browser postgres
 SOAK_SECONDS ?= 60
 SOAK_CLIENTS ?= 4
 soak: setup
-	$(PY) -m bench.soak --seconds $(SOAK_SECONDS) --clients $(SOAK_CLIENTS) $(SOAK_ARGS)
+	$(PY) -m tools.soak --seconds $(SOAK_SECONDS) --clients $(SOAK_CLIENTS) $(SOAK_ARGS)
 
 # Issue 7's benchmark: builds var/bench/scale.sqlite3 once (~5 GB, about 10 minutes; reused
 # while its row counts suffice), times every page against the raw SQL and Datasette, and writes

@@ -20,7 +20,6 @@ import subprocess
 import sys
 import time
 
-from bench.docfile import publish
 from bench.pipeline_bench import DEMO_ARGS, LEDGER
 from bench.rollup_checks import clock_from
 from bench.sessions_bench import (
@@ -35,6 +34,7 @@ from bench.sessions_bench import (
     scalar,
     superuser_client,
 )
+from tools.docfile import publish
 
 HEADING = "# Benchmarks: the first look at a big ledger"
 COMMAND = ".venv/bin/python -m bench.first_look --write-doc"

@@ -18,7 +18,6 @@ import sys
 import time
 from urllib.parse import urlencode
 
-from bench.docfile import replace_section
 from bench.sessions_bench import (
     BENCH,
     DOC,
@@ -34,6 +33,7 @@ from bench.sessions_bench import (
     superuser_client,
     table,
 )
+from tools.docfile import replace_section
 
 LEDGER = BENCH / "pipeline-1m.sqlite3"
 COMMAND = ".venv/bin/python -m bench.pipeline_bench --write-doc"

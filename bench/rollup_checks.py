@@ -19,7 +19,6 @@ import time
 from contextlib import contextmanager
 from datetime import timedelta
 
-from bench.docfile import publish
 from bench.pipeline_bench import HOUR, LEDGER, build_rollups, setup
 from bench.sessions_bench import (
     DOC,
@@ -31,6 +30,7 @@ from bench.sessions_bench import (
     scalar,
     superuser_client,
 )
+from tools.docfile import publish
 
 HEADING = "# Benchmarks: checking the stored chart hours"
 COMMAND = ".venv/bin/python -m bench.rollup_checks --write-doc"
@@ -40,8 +40,8 @@ WINDOWS = {"24h": 24 * HOUR, "30d": 30 * 24 * HOUR}
 
 @contextmanager
 def clock_from(start_ms: int):
-    """now_ms() starts at `start_ms` and ticks on (every caller reads ledgerweb.timestamps)."""
-    from ledgerweb import timestamps
+    """now_ms() starts at `start_ms` and ticks on (every caller reads ledgerfacts.timestamps)."""
+    from ledgerfacts import timestamps
 
     real = timestamps.datetime
     offset = timedelta(milliseconds=timestamps.now_ms() - start_ms)

@@ -30,9 +30,9 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from bench import page_sql
-from bench.docfile import replace_section
 from bench.scale_ledger import BENCH, LEDGER, ROOT, big_turn, connect, ensure_ledger, long_session
 from bench.servers import HOST, free_port, peak_rss_mb, serve
+from tools.docfile import replace_section
 
 HEADING = "# Benchmarks: at scale, against Datasette and the raw SQL"
 COMMAND = "make bench  # = .venv/bin/python -m bench.scale_bench --write-doc"

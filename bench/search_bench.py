@@ -259,7 +259,7 @@ def main() -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.write_doc:
-        from bench.docfile import replace_section
+        from tools.docfile import replace_section
 
         replace_section(HEADING, text)
 

@@ -23,7 +23,7 @@ from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.docfile import replace_section
+from tools.docfile import replace_section
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "var" / "bench"

@@ -2,7 +2,8 @@
 
 `python manage.py ledger_import FORMAT PATH...` picks a format module from FORMATS; each exposes
 FORMAT and read(paths, report) (see importers/bundle.py), and importers/writer.py writes what it
-reads, one session per transaction.
+reads, one session per transaction. The package is a Django app only for that command
+(importers/management/commands/); the readers and the writer use no Django.
 """
 
 from importlib import import_module

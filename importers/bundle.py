@@ -14,8 +14,8 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ledgerweb import ulid
-from ledgerweb.schema import OPTIONAL_TABLES
+from ledgerfacts import ulid
+from ledgerfacts.schema import OPTIONAL_TABLES
 
 TABLES = ("sessions", "turns", "messages", "tool_calls", "compactions", "turn_usage")
 # Tables a ledger may lack (ARCHITECTURE.md §2, ledgerweb/sql/): the summary names them only when

@@ -8,7 +8,7 @@ Agent OS) write numbers in whatever unit their program chose, or SQLite's own
 
 from datetime import UTC, datetime
 
-from ledgerweb.timestamps import looks_like_seconds
+from ledgerfacts.timestamps import looks_like_seconds
 
 # Above this a number cannot be milliseconds of a real date (it is the year 5138): it is
 # microseconds, and above a thousand times that, nanoseconds.

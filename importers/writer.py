@@ -13,7 +13,7 @@ import sqlite3
 from collections import Counter
 
 from importers.bundle import ImportReport, SessionBundle
-from ledgerweb.schema import ddl, expected_columns, table_statements
+from ledgerfacts.schema import ddl, expected_columns, table_statements
 
 FINISHED = ("completed", "failed")
 # The columns a finished source row may bring to a row the ledger holds as unfinished.

@@ -11,9 +11,10 @@ from urllib.parse import urlencode
 
 from django.urls import NoReverseMatch, reverse
 
-from ledgerweb import prices, schema, sqlite
+from ledgerfacts import schema
+from ledgerfacts.timestamps import now_ms
+from ledgerweb import prices, sqlite
 from ledgerweb.db import LEDGER, ledger_path_of
-from ledgerweb.timestamps import now_ms
 
 # The summariser (ledger_rollup --follow) runs the checks this often and keeps the report.
 EVERY_S = 3600

@@ -28,6 +28,9 @@ MAX_TEXT = 1000  # characters of a text filter: links repeat it, and LIKE patter
 SHOWN = 40  # characters of a bad value quoted back in a message
 # Ledger times are Unix ms from 1970 up to the last moment Python's datetime can show.
 MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+# The preset time windows a page offers as ?window= (the pipeline's filters, search), in ms.
+_HOUR_MS = 3_600_000
+WINDOWS = {"1h": _HOUR_MS, "24h": 24 * _HOUR_MS, "7d": 7 * 24 * _HOUR_MS, "30d": 30 * 24 * _HOUR_MS}
 FIRST_DAY = date(1970, 1, 1)
 SQLITE_INT = 2**63 - 1  # SQLite's INTEGER is a signed 64-bit number
 NOT_APPLIED = "this filter is not applied"

@@ -77,9 +77,11 @@ INSTALLED_APPS = [
     "django_htmx",
     "axes",
     "ledgerweb",
-    "sessions.apps.ConversationsConfig",
+    "sessions.apps.SessionsConfig",
     "pipeline.apps.PipelineConfig",
     "search.apps.SearchConfig",
+    "importers",
+    "demo",
 ]
 
 MIDDLEWARE = [

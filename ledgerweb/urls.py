@@ -9,7 +9,7 @@ from ledgerweb.converters import LedgerIdConverter
 register_converter(LedgerIdConverter, "id")
 
 urlpatterns = [
-    path("", views.overview, name="overview"),
+    path("", include("overview.urls")),
     path("healthz", views.healthz, name="healthz"),
     path("favicon.ico", views.favicon),
     path("health/", views.health_report, name="health"),

@@ -7,11 +7,11 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from ledgerweb import sqlite
+from ledgerweb.admin import ReadOnlyLedgerAdmin, when
 from ledgerweb.db import LEDGER_WRITE, ledger_path_of
 from pipeline.models import NexusRequest
 from pipeline.retention import apply_retention
 from pipeline.stages import STAGES, STATUSES
-from sessions.admin import ReadOnlyLedgerAdmin, when
 
 
 class ChoicesFilter(admin.SimpleListFilter):
@@ -46,7 +46,7 @@ class NexusRequestAdmin(ReadOnlyLedgerAdmin):
     search_fields = ["=id", "=event_id", "=principal_id", "=session_key", "=turn_id"]
     ordering = ["-started_at"]
 
-    change_list_template = "admin/pipeline/nexusrequest/change_list.html"
+    change_list_template = "pipeline/admin/nexusrequest/change_list.html"
 
     def get_urls(self):
         dry_run = path(
@@ -68,7 +68,7 @@ class NexusRequestAdmin(ReadOnlyLedgerAdmin):
             "opts": self.model._meta,
             "lines": report.lines(),
         }
-        return TemplateResponse(request, "admin/pipeline/nexusrequest/retention.html", context)
+        return TemplateResponse(request, "pipeline/admin/nexusrequest/retention.html", context)
 
     @admin.display(description="started", ordering="started_at")
     def started(self, obj):

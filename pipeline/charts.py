@@ -20,11 +20,11 @@ import numpy as np
 from django.urls import reverse
 from django.utils import timezone
 
+from ledgerfacts.timestamps import ms_to_datetime, now_ms
 from ledgerweb.costs import CostSum, TurnCost, turn_cost, usd
 from ledgerweb.params import NOT_APPLIED, problem, reject
 from ledgerweb.prices import TokenUsage
 from ledgerweb.sqlite import LedgerQueryTimeout
-from ledgerweb.timestamps import ms_to_datetime, now_ms
 from pipeline import rollups, summariser
 from pipeline.filters import EXACT, WINDOWS, RequestFilters, value_query, window_bounds
 from pipeline.rollups import HOUR, MAX_STAGE_MS

@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 from django.db import connections
 from django.db.models import Q
 
+from ledgerfacts.timestamps import elapsed_ms, now_ms
 from ledgerweb import sqlite
 from ledgerweb.db import LEDGER
 from ledgerweb.health import STUCK_AFTER_MS
 from ledgerweb.paging import capped
 from ledgerweb.text import JsonText, parse_json, show_json
-from ledgerweb.timestamps import elapsed_ms, now_ms
 from pipeline.costs import request_cost
 from pipeline.filters import RequestFilters
 from pipeline.models import NexusRequest

@@ -6,8 +6,10 @@ from dataclasses import dataclass, field
 from django.db.models import BooleanField, F
 from django.db.models.expressions import RawSQL
 
+from ledgerfacts.timestamps import now_ms
 from ledgerweb import sqlite
 from ledgerweb.params import (
+    WINDOWS,
     Cursor,
     choice,
     moment_ms,
@@ -16,13 +18,11 @@ from ledgerweb.params import (
     reject,
     text,
 )
-from ledgerweb.timestamps import now_ms
 from pipeline.flags import FLAG_STATES, HANDLED_BY, NAMED_HANDLER_FIRED, flag_state
 from pipeline.models import NexusRequest
 from pipeline.signatures import SQL_FUNCTION
 
 HOUR = 3_600_000
-WINDOWS = {"1h": HOUR, "24h": 24 * HOUR, "7d": 7 * 24 * HOUR, "30d": 30 * 24 * HOUR}
 # Preset windows from this long up start on the hour (see window_bounds).
 WHOLE_HOURS_FROM = 12 * HOUR
 

@@ -8,8 +8,8 @@ of microseconds. Every value from the ledger goes through escape().
 from django.utils.safestring import SafeString, mark_safe
 
 from ledgerweb.costs import cost_html
+from ledgerweb.formatting import duration, timestamp
 from ledgerweb.html_parts import IdUrls, css_name, escape
-from ledgerweb.templatetags.ledger import duration, timestamp
 from pipeline.costs import request_cost
 from pipeline.listing import RequestRow
 

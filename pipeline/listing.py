@@ -4,11 +4,11 @@ from dataclasses import dataclass
 
 from django.db.models import Value
 
+from ledgerfacts.timestamps import elapsed_ms
 from ledgerweb.paging import capped, keyset_page
 from ledgerweb.params import SQLITE_INT
 from ledgerweb.sqlite import CappedCount
 from ledgerweb.text import first_line
-from ledgerweb.timestamps import elapsed_ms
 from pipeline.filters import RequestFilters
 from pipeline.models import NexusRequest
 from pipeline.stages import parse_timings

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledgerweb import schema
-from ledgerweb.timestamps import now_ms
+from ledgerfacts import schema
+from ledgerfacts.timestamps import now_ms
 
 DAY_MS = 86_400_000
 # Named, not *: an archive created elsewhere may order its columns differently.

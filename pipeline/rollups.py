@@ -32,10 +32,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from django.db import connections, models, transaction
 
+from ledgerfacts.timestamps import now_ms
 from ledgerweb import sqlite
 from ledgerweb.costs import tier_band_sql
 from ledgerweb.db import LEDGER, ledger_path_of
-from ledgerweb.timestamps import now_ms
 from pipeline.costs import usable_tokens_sql
 from pipeline.flags import HANDLED_BY, flag_state
 from pipeline.models import RollupFact, RollupHour, RollupLedger, RollupTimings

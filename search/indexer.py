@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import F
 
+from ledgerfacts.timestamps import now_ms
 from ledgerweb import sqlite
 from ledgerweb.db import ledger_path_of
-from ledgerweb.timestamps import now_ms
 from search import engine
 from search.engine import Doc
 from search.models import IndexState

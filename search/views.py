@@ -9,11 +9,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseClientRedirect
 
+from ledgerfacts.timestamps import now_ms
 from ledgerweb.http import LedgerJSONEncoder, wants_json
-from ledgerweb.params import Invalid, moment_ms, read, sqlite_number
+from ledgerweb.params import WINDOWS, Invalid, moment_ms, read, sqlite_number
 from ledgerweb.sqlite import LedgerQueryTimeout
-from ledgerweb.timestamps import now_ms
-from pipeline.filters import WINDOWS
 from search import engine, ids, indexer, results
 from search.models import IndexState
 from search.query import QueryError, parse

@@ -9,28 +9,24 @@ from dataclasses import dataclass
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
-from django.db.models import BooleanField, Count, OuterRef, Subquery
+from django.db.models import Count, OuterRef, Subquery
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.functional import cached_property
 from django.utils.html import format_html
-from django.utils.text import smart_split
 from django.utils.timesince import timesince
 
+from ledgerfacts.timestamps import ms_to_datetime
 from ledgerweb import sqlite
+from ledgerweb.admin import ReadOnlyLedgerAdmin, when
 from ledgerweb.paging import capped
-from ledgerweb.templatetags.ledger import ledger_bool
-from ledgerweb.timestamps import ms_to_datetime
 from sessions.kinds import RoutingKey
 from sessions.models import Compaction, Message, Session, ToolCall, Turn
 from sessions.status_changes import change_status
 
 DAY_MS = 86_400_000
 COUNT_CAP = 100_000
-PAGINATOR_CAP = 10_000
 PREVIEW_ROWS = 50  # sessions listed by name on a confirmation page; the rest are counted
 
 
@@ -43,69 +39,6 @@ def idle_days(raw: str) -> tuple[int, str]:
     if raw.isascii() and raw.isdigit() and 1 <= int(raw) <= MAX_IDLE_DAYS:
         return int(raw), ""
     return 30, f"days={raw[:40]!r}: give a whole number of days from 1 to {MAX_IDLE_DAYS:,}."
-
-
-class CappedPaginator(Paginator):
-    """Counts at most PAGINATOR_CAP rows: a page of a million-row table must not count them
-    all (the list then offers the first PAGINATOR_CAP rows' pages, and search narrows)."""
-
-    @cached_property
-    def count(self) -> int:
-        return capped(self.object_list, PAGINATOR_CAP).value
-
-
-def _as_stored(field_name: str):
-    """A BOOLEAN column shown as yes / no / — or, when the writer put 2 or 'true' there, as
-    stored (Django's boolean icon raises KeyError on anything but True, False and None)."""
-
-    @admin.display(description=field_name.replace("_", " "))
-    def show(obj):
-        return ledger_bool(getattr(obj, field_name))
-
-    return show
-
-
-class ReadOnlyLedgerAdmin(admin.ModelAdmin):
-    """Lists and detail pages, no add / change / delete: the ledger belongs to the runtime."""
-
-    list_per_page = 50
-    show_full_result_count = False  # no count(*) of a million rows on every page
-    paginator = CappedPaginator
-    # Every term is one more LIKE in one expression: ~1,900 of them make SQLite refuse the
-    # query ("Expression tree is too large"). More than this are dropped, and the page says so.
-    max_search_terms = 20
-
-    def get_fields(self, request, obj=None):
-        return [
-            _as_stored(f.name) if isinstance(f, BooleanField) else f.name
-            for f in self.model._meta.concrete_fields
-        ]
-
-    def get_search_results(self, request, queryset, search_term):
-        terms = list(smart_split(search_term))
-        if len(terms) > self.max_search_terms:
-            self.message_user(
-                request,
-                f"Searched for the first {self.max_search_terms} of {len(terms):,} terms;"
-                " the rest were left out. Narrow the search.",
-                messages.WARNING,
-            )
-            search_term = " ".join(terms[: self.max_search_terms])
-        return super().get_search_results(request, queryset, search_term)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-def when(ms) -> str:
-    moment = ms_to_datetime(ms)
-    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M") if moment else str(ms)
 
 
 def idle_for(ms) -> str:
@@ -210,7 +143,7 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
     def open(self, obj):
         return format_html('<a href="{}">open ↗</a>', reverse("sessions:detail", args=[obj.id]))
 
-    change_list_template = "admin/conversations/session/change_list.html"
+    change_list_template = "sessions/admin/session/change_list.html"
 
     def get_urls(self):
         idle = path(
@@ -247,7 +180,7 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
             "count": count,
             **preview(idle, count.value),
         }
-        return TemplateResponse(request, "admin/conversations/session/archive_idle.html", context)
+        return TemplateResponse(request, "sessions/admin/session/archive_idle.html", context)
 
     # Actions change the status only, after a confirmation page, and are logged.
 
@@ -285,9 +218,7 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
                 "status": status,
                 "action": action,
             }
-            return TemplateResponse(
-                request, "admin/conversations/session/confirm_status.html", context
-            )
+            return TemplateResponse(request, "sessions/admin/session/confirm_status.html", context)
         changed = change_status(ids, status, request.user)
         self.message_user(
             request,
@@ -366,4 +297,4 @@ class CompactionAdmin(ReadOnlyLedgerAdmin):
             "opts": self.model._meta,
             "table": table,
         }
-        return TemplateResponse(request, "admin/conversations/table_absent.html", context)
+        return TemplateResponse(request, "sessions/admin/table_absent.html", context)

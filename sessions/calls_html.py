@@ -11,8 +11,8 @@ from functools import lru_cache
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
+from ledgerweb.formatting import duration
 from ledgerweb.html_parts import IdUrls, css_name, escape
-from ledgerweb.templatetags.ledger import duration
 from sessions.models import Session
 from sessions.turn_detail import ToolCallView
 

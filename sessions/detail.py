@@ -2,12 +2,12 @@
 
 from dataclasses import dataclass, field
 
+from ledgerfacts.timestamps import elapsed_ms
 from ledgerweb import sqlite
 from ledgerweb.costs import CostSum, TurnCost
 from ledgerweb.db import ledger_path_of
 from ledgerweb.prices import TokenUsage
 from ledgerweb.text import plain_preview
-from ledgerweb.timestamps import elapsed_ms
 from sessions import tree
 from sessions.alternatives import Alternative, alternatives_of
 from sessions.forking import fork_point_of, forks_by_point

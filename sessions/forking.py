@@ -5,10 +5,10 @@ import random
 
 from django.db import transaction
 
+from ledgerfacts.timestamps import now_ms
+from ledgerfacts.ulid import UlidFactory
 from ledgerweb import sqlite
 from ledgerweb.db import LEDGER_WRITE
-from ledgerweb.timestamps import now_ms
-from ledgerweb.ulid import UlidFactory
 from sessions.kinds import FORK, children_prefix
 from sessions.models import Session, Turn
 

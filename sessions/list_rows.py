@@ -7,8 +7,8 @@ value from the ledger goes through escape().
 
 from django.utils.safestring import SafeString, mark_safe
 
+from ledgerweb.formatting import timestamp
 from ledgerweb.html_parts import IdUrls, css_name, escape
-from ledgerweb.templatetags.ledger import timestamp
 from sessions.kinds import MAIN
 from sessions.listing import SessionRow
 

@@ -16,8 +16,8 @@ from urllib.parse import quote
 from django.utils.safestring import SafeString, mark_safe
 
 from ledgerweb.costs import cost_html
+from ledgerweb.formatting import duration, short_model, tokens
 from ledgerweb.html_parts import IdUrls, css_name, escape
-from ledgerweb.templatetags.ledger import duration, short_model, tokens
 from sessions.alternatives import Alternative
 from sessions.gutter import Gutter
 from sessions.page import TreeItem

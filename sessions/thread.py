@@ -3,11 +3,11 @@ turn remembers (seeds/004: "a turn viewed with all its ancestry")."""
 
 from dataclasses import dataclass, field
 
+from ledgerfacts.timestamps import now_ms
 from ledgerweb import prices, sqlite
 from ledgerweb.costs import CostSum, TurnCost, turn_cost
 from ledgerweb.prices import TokenUsage
 from ledgerweb.text import parse_json, plain_preview
-from ledgerweb.timestamps import now_ms
 from sessions.detail import TURN_COLUMNS, TurnInfo, add_aggregates, add_costs, sum_costs
 
 # The thread page shows message previews; the export carries whole messages.

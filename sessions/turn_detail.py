@@ -3,9 +3,9 @@
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ledgerfacts.timestamps import elapsed_ms
 from ledgerweb import sqlite
 from ledgerweb.text import PREVIEW_CHARS, JsonText, render_markdown, show_json
-from ledgerweb.timestamps import elapsed_ms
 from sessions.kinds import children_prefix
 
 

@@ -19,7 +19,7 @@ import pytest
 from builders import LedgerBuilder, use_ledger
 from django.test import TestCase
 
-from ledgerweb import schema
+from ledgerfacts import schema
 from ledgerweb.db import LEDGER, LEDGER_ALIASES
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from builders import T0, LedgerBuilder
 
-from ledgerweb import schema
+from ledgerfacts import schema
 
 SCRIPT = "<script>alert('x')</script>"
 IMG = '<img src=x onerror="alert(1)">'

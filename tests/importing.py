@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from ledgerweb import schema
+from ledgerfacts import schema
 
 IMPORT_FIXTURES = Path(__file__).parent / "fixtures" / "import"
 IMPORTED_TABLES = (*schema.AGENTS_TABLES, "compactions")

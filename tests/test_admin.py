@@ -81,7 +81,7 @@ def test_restore_brings_sessions_back_still_idle_since_their_last_activity(
 
 
 def test_the_confirmation_tells_sessions_with_the_same_label_apart(client, operator, ledger):
-    from ledgerweb.timestamps import now_ms
+    from ledgerfacts.timestamps import now_ms
 
     ledger.session(id="TWIN-A", label="Untitled", updated_at=now_ms() - 40 * 86_400_000)
     ledger.session(id="TWIN-B", label="Untitled", updated_at=now_ms() - 3 * 86_400_000)
@@ -166,7 +166,7 @@ def test_the_idle_filter_finds_old_sessions(client, admin_user, sessions):
 
 
 def test_archive_idle_sessions_previews_then_archives(client, operator, ledger):
-    from ledgerweb.timestamps import now_ms
+    from ledgerfacts.timestamps import now_ms
 
     ledger.session(id="OLD1", updated_at=now_ms() - 40 * 86_400_000)
     ledger.session(id="OLD2", updated_at=now_ms() - 90 * 86_400_000)
@@ -207,7 +207,7 @@ def test_a_viewer_cannot_archive_idle_sessions_even_by_posting(client, viewer, l
 
 
 def test_admins_see_the_retention_dry_run_and_nothing_changes(client, admin_user, operator, ledger):
-    from ledgerweb.timestamps import now_ms
+    from ledgerfacts.timestamps import now_ms
 
     ledger.request(id="OLD", started_at=now_ms() - 10 * 86_400_000, request_snapshot="{}")
     url = "/admin/pipeline/nexusrequest/retention/"

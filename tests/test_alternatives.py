@@ -7,7 +7,7 @@ import pytest
 from branching import chat_ui_conversation
 from builders import LEDGER_DB, parse_html, use_ledger
 
-from ledgerweb.demo.build import build_demo_ledger
+from demo.build import build_demo_ledger
 
 pytestmark = LEDGER_DB
 

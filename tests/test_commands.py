@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from ledgerweb import schema
+from ledgerfacts import schema
 
 
 def run(*args) -> str:

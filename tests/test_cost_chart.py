@@ -150,7 +150,7 @@ def test_the_request_page_shows_what_its_agent_run_cost(viewer_client, spend):
 
 
 def test_the_overview_says_what_the_last_day_and_month_cost(viewer_client, ledger):
-    from ledgerweb.timestamps import now_ms
+    from ledgerfacts.timestamps import now_ms
 
     now = now_ms()
     # gpt-5 at $1.25 / $10: 10,000 + 1,000 tokens is $0.0225; 100,000 + 0 is $0.125.

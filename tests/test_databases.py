@@ -95,7 +95,7 @@ def test_a_slow_page_answers_with_the_message_instead_of_hanging(viewer_client, 
         with connections[LEDGER].cursor() as cur:
             cur.execute(ENDLESS_QUERY)
 
-    monkeypatch.setattr("ledgerweb.views.ledger_overview", slow_overview)
+    monkeypatch.setattr("overview.views.ledger_overview", slow_overview)
     response = viewer_client.get("/")
     assert response.status_code == 503
     assert b"That took too long" in response.content

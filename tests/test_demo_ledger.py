@@ -12,11 +12,11 @@ from collections import Counter
 import pytest
 from django.core.management import CommandError, call_command
 
-from ledgerweb.demo.build import build_demo_ledger
-from ledgerweb.demo.pipeline import STAGES
-from ledgerweb.demo.timeline import DAY, HISTORY, local_hour
-from ledgerweb.schema import ddl, index_statements
-from ledgerweb.ulid import decode_time, encode
+from demo.build import build_demo_ledger
+from demo.pipeline import STAGES
+from demo.timeline import DAY, HISTORY, local_hour
+from ledgerfacts.schema import ddl, index_statements
+from ledgerfacts.ulid import decode_time, encode
 
 NOW = 1_760_000_000_000
 SCALE = "0.2"
@@ -686,7 +686,7 @@ def test_a_failed_build_leaves_nothing_behind(tmp_path, monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("interrupted")
 
-    monkeypatch.setattr("ledgerweb.demo.build.write_extra_requests", explode)
+    monkeypatch.setattr("demo.build.write_extra_requests", explode)
     with pytest.raises(RuntimeError):
         build_demo_ledger(path, scale=0.05, now_ms=NOW)
     assert list(tmp_path.iterdir()) == []
@@ -695,3 +695,15 @@ def test_a_failed_build_leaves_nothing_behind(tmp_path, monkeypatch):
 def test_request_counts_follow_the_scale(db):
     # About 6,000 requests at scale 1, so about 1,200 at scale 0.2.
     assert 900 < value(db, "SELECT count(*) FROM nexus_requests") < 1_800
+
+
+def test_the_demo_writes_its_tables_with_the_schemas_columns():
+    """The demo's column lists come from the DDL, as the importers' writer does: a column
+    renamed, added or reordered in ledgerweb/sql/ cannot leave the demo on an older schema."""
+    from demo.sink import COLUMNS
+    from ledgerfacts.schema import expected_columns
+
+    schema = expected_columns()
+    assert {table: [c.name for c in schema[table]] for table in COLUMNS} == {
+        table: list(columns) for table, columns in COLUMNS.items()
+    }

@@ -8,8 +8,8 @@ import pytest
 from builders import LEDGER_DB, T0, parse_html
 from django.core.management import call_command
 
+from ledgerfacts.timestamps import now_ms
 from ledgerweb import health
-from ledgerweb.timestamps import now_ms
 
 pytestmark = LEDGER_DB
 

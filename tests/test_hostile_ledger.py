@@ -299,7 +299,7 @@ def write_benchmark_section(timings) -> None:
 
     import django
 
-    from bench.docfile import replace_section
+    from tools.docfile import replace_section
 
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()  # fmt: skip

@@ -25,7 +25,7 @@ from importing import (
 
 from importers import agentos
 from importers.bundle import ImportReport, WrongFormat
-from ledgerweb import schema
+from ledgerfacts import schema
 
 pytestmark = LEDGER_DB
 

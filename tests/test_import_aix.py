@@ -28,7 +28,7 @@ from importing import (
 
 from importers import aix
 from importers.bundle import ImportReport, WrongFormat
-from ledgerweb import schema
+from ledgerfacts import schema
 
 pytestmark = LEDGER_DB
 

@@ -153,7 +153,7 @@ def test_an_interrupted_import_into_a_new_ledger_keeps_what_it_wrote(
 ):
     """Ctrl-C halfway: sessions already written stay (a rerun adds the rest); a new ledger
     with nothing in it yet is taken away."""
-    from ledgerweb.management.commands import ledger_import
+    from importers.management.commands import ledger_import
 
     calls = []
 

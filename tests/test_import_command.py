@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from importing import IMPORT_FIXTURES, IMPORTED_TABLES, LEFT_OUT, run_import, table_counts
 
-from ledgerweb import schema
+from ledgerfacts import schema
 
 CLAUDE = IMPORT_FIXTURES / "claude-code"
 CODEX = IMPORT_FIXTURES / "codex"

@@ -77,7 +77,7 @@ def test_pages_stay_correct_while_the_ledger_is_written(viewer_client, ledger):
 
 @pytest.mark.django_db(databases=[])  # everything runs in gunicorn and in a writer process
 def test_a_writer_and_browsers_through_gunicorn_never_see_a_5xx_or_a_lock():
-    from bench import soak
+    from tools import soak
 
     # 5 s of the writer alone, then 5 s with three signed-in clients walking every page.
     result = soak.run(5, clients=3, journal="wal", settings="ledgerweb.settings_test")

@@ -6,9 +6,9 @@ import pytest
 from builders import LEDGER_DB, T0, parse_html
 from django.db import connections
 
+from ledgerfacts.timestamps import now_ms
 from ledgerweb.db import LEDGER
-from ledgerweb.overview import COUNT_CAP
-from ledgerweb.timestamps import now_ms
+from overview.summary import COUNT_CAP
 
 pytestmark = LEDGER_DB
 

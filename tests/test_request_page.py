@@ -7,7 +7,7 @@ import json
 import pytest
 from builders import LEDGER_DB, T0, parse_html
 
-from ledgerweb.timestamps import now_ms
+from ledgerfacts.timestamps import now_ms
 from pipeline.stages import STAGES
 
 pytestmark = LEDGER_DB

@@ -17,10 +17,10 @@ from builders import LEDGER_DB, T0
 from django.core.management import call_command
 from django.db import connections
 
+from ledgerfacts.timestamps import now_ms
 from ledgerweb.db import LEDGER
 from ledgerweb.prices import parse_price_overrides
 from ledgerweb.sqlite import LedgerQueryTimeout
-from ledgerweb.timestamps import now_ms
 from pipeline import rollups
 from pipeline.charts import CHARTS
 from pipeline.models import RollupFact, RollupHour, RollupLedger, RollupTimings
@@ -231,7 +231,7 @@ def test_a_window_cut_where_no_rows_lie_outside_reads_its_edge_hours_from_the_st
 
 def test_preset_windows_start_on_the_hour_and_say_so(viewer_client, ledger):
     """Whole hours come from the rollups: "24 h" at 14:37 starts at 14:00 yesterday."""
-    from ledgerweb.timestamps import now_ms
+    from ledgerfacts.timestamps import now_ms
 
     before = now_ms()
     data = viewer_client.get("/pipeline/charts/throughput/?window=24h&format=json").json()
@@ -342,7 +342,8 @@ def test_a_settled_row_edited_in_place_shows_its_new_values(viewer_client, ledge
 
 def test_the_content_checksum_covers_every_column_the_facts_read():
     """An edit of a column the charts read but the checksum skips would go unseen."""
-    from ledgerweb import schema, sqlite
+    from ledgerfacts import schema
+    from ledgerweb import sqlite
 
     items = sqlite.json_object_items("stage_timings")  # as rollups._raw_timings reads them
     queries = " ".join(

@@ -4,7 +4,7 @@ import pytest
 from django.apps import apps
 from django.db import models
 
-from ledgerweb import schema
+from ledgerfacts import schema
 from ledgerweb.db import in_ledger
 
 # SQLite's declared type for each kind of model field we use.

@@ -9,8 +9,8 @@ from builders import T0, LedgerBuilder, use_ledger
 from django.core.management import call_command
 from django.db import connection
 
-from ledgerweb import schema
-from ledgerweb.timestamps import now_ms
+from ledgerfacts import schema
+from ledgerfacts.timestamps import now_ms
 from search import engine, indexer
 
 # The writer's rows must be visible to the pages: no test transaction around them.

@@ -6,7 +6,7 @@ from contextlib import closing
 
 from importing import IMPORT_FIXTURES, query, run_import
 
-from ledgerweb import schema
+from ledgerfacts import schema
 
 ROLLOUT = next((IMPORT_FIXTURES / "codex").glob("rollout-*.jsonl"))
 USAGE = "SELECT model_calls, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens"

@@ -2,66 +2,26 @@ import json
 
 from django import template
 from django.utils import timezone
-from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
-from django.utils.timesince import timesince
 
+from ledgerfacts.timestamps import ms_to_datetime
+from ledgerweb import formatting
 from ledgerweb.text import as_text, render_markdown
-from ledgerweb.timestamps import looks_like_seconds, ms_to_datetime
 
 register = template.Library()
 
-
-@register.simple_tag
-def timestamp(value) -> SafeString:
-    """A ledger time shown relative ("3 minutes ago"), with the absolute time at hand.
-
-    Built here rather than in an included template: list pages show one per row, and a template
-    include per call was most of a 50-row page's rendering time."""
-    when = ms_to_datetime(value)
-    if when is None:
-        if value is None:
-            return mark_safe('<span class="muted">—</span>')
-        return format_html(
-            '<span class="warn" title="Not a Unix time in milliseconds">{} (not a time)</span>',
-            value,
-        )
-    relative = _relative(when)
-    local = timezone.localtime(when)
-    # strftime rather than date_format: the same text at a third of the cost, once per row.
-    absolute = f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()}"
-    # Every part is text made here from a number: nothing from the ledger to escape.
-    html = f'<time datetime="{when.isoformat()}" title="{absolute}">{relative}</time>'
-
-    if looks_like_seconds(value):
-        html += (
-            ' <span class="warn" title="This value looks like seconds, not the ledger\'s'
-            ' milliseconds">(seconds?)</span>'
-        )
-    return mark_safe(html)
-
-
-@register.simple_tag
-def moment(ms) -> SafeString:
-    """A window's end as wall-clock time ("2025-11-24 14:00 UTC"), for a line that must say
-    exactly where a window starts and ends; the relative time is at hand."""
-    when = ms_to_datetime(ms)
-    if when is None:
-        return timestamp(ms)
-    local = timezone.localtime(when)
-    shown = f"{local:%Y-%m-%d %H:%M} {local.tzname()}"
-    return format_html(
-        '<time datetime="{}" title="{}">{}</time>', when.isoformat(), _relative(when), shown
-    )
-
-
-def _relative(when) -> str:
-    now = timezone.now()
-    if abs((now - when).total_seconds()) < 60:
-        return "just now"
-    if when <= now:
-        return f"{timesince(when, now, depth=1)} ago"
-    return f"in {timesince(now, when, depth=1)}"
+# How values read (ledgerweb/formatting.py), as tags and filters.
+register.simple_tag(formatting.timestamp)
+register.simple_tag(formatting.moment)
+for _format in (
+    formatting.filesize,
+    formatting.tokens,
+    formatting.duration,
+    formatting.short_model,
+    formatting.percent,
+    formatting.ledger_bool,
+):
+    register.filter(_format.__name__, _format)
 
 
 register.filter("as_text", as_text)  # before |truncatechars, which would show b'…' for a BLOB
@@ -71,66 +31,6 @@ register.filter("as_text", as_text)  # before |truncatechars, which would show b
 def markdown(text) -> SafeString:
     """Ledger text as Markdown, sanitized by render_markdown (no script, no raw HTML)."""
     return mark_safe(render_markdown(text if isinstance(text, str) else ""))
-
-
-@register.filter
-def filesize(num_bytes) -> str:
-    """Binary file size with one decimal: 1.4 GiB, 312.0 KiB."""
-    size = float(num_bytes or 0)
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:,.0f} {unit}" if unit == "bytes" else f"{size:,.1f} {unit}"
-        size /= 1024
-    return f"{size:,.1f} TiB"
-
-
-@register.filter
-def tokens(value) -> str:
-    """1,250 → 1.3k; 31,000 → 31k; junk → ?"""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return "?"
-    if abs(value) < 1000:
-        return f"{value:.0f}"
-    if abs(value) < 10_000:
-        return f"{value / 1000:.1f}k"
-    if abs(value) < 1_000_000:
-        return f"{value / 1000:.0f}k"
-    return f"{value / 1_000_000:.1f}M"
-
-
-@register.filter
-def duration(ms) -> str:
-    """Milliseconds as 850 ms, 4.2 s, 3 min 5 s; blank when unknown."""
-    if isinstance(ms, bool) or not isinstance(ms, int | float):
-        return ""
-    if ms < 0:
-        return f"{ms:.0f} ms (clock skew?)"
-    if ms < 1000:
-        return f"{ms:.0f} ms"
-    if ms < 60_000:
-        return f"{ms / 1000:.1f} s"
-    minutes, seconds = divmod(int(ms // 1000), 60)
-    if minutes < 60:
-        return f"{minutes} min {seconds} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min"
-
-
-@register.filter
-def short_model(name) -> str:
-    """claude-sonnet-4-20250514 → sonnet-4; gpt-5 → gpt-5: enough to tell models apart in a row."""
-    if not isinstance(name, str) or not name:
-        return "—"
-    short = name.removeprefix("claude-")
-    parts = short.split("-")
-    if len(parts) > 1 and parts[-1].isdigit() and len(parts[-1]) == 8:
-        parts = parts[:-1]  # a release date
-    return "-".join(parts)[:24]
-
-
-@register.filter
-def percent(ratio) -> str:
-    return f"{ratio:.0%}" if isinstance(ratio, int | float) else "?"
 
 
 @register.filter
@@ -181,12 +81,3 @@ def figure_json(figure) -> str:
     """A Plotly figure as JSON for a data-figure attribute (autoescaping makes it a safe
     attribute value; the browser hands the JSON back unescaped to ledgerweb.js)."""
     return json.dumps(figure, separators=(",", ":"), allow_nan=False, default=str)
-
-
-@register.filter
-def ledger_bool(value) -> SafeString:
-    """A BOOLEAN column as yes / no / —, and any other value (2, 'true') as stored, flagged:
-    SQLite keeps whatever the writer put there."""
-    if value is True or value is False or value is None:
-        return mark_safe({True: "yes", False: "no", None: "—"}[value])
-    return format_html('<span class="warn">{} (not a boolean)</span>', value)

@@ -9,7 +9,7 @@ from builders import T0
 from django.contrib.admin.models import LogEntry
 from playwright.sync_api import expect
 
-from ledgerweb.timestamps import now_ms
+from ledgerfacts.timestamps import now_ms
 
 pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
 DAY = 86_400_000

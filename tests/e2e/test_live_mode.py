@@ -5,7 +5,7 @@ import pytest
 from builders import T0
 from playwright.sync_api import expect
 
-from ledgerweb.timestamps import now_ms
+from ledgerfacts.timestamps import now_ms
 
 pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
 

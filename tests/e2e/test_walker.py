@@ -27,8 +27,8 @@ from walker import (
     with_query,
 )
 
-from ledgerweb.demo.build import build_demo_ledger
-from ledgerweb.timestamps import now_ms
+from demo.build import build_demo_ledger
+from ledgerfacts.timestamps import now_ms
 
 pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
 

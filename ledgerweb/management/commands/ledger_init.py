@@ -5,7 +5,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ledgerweb import schema
+from ledgerfacts import schema
 
 
 class Command(BaseCommand):

@@ -18,9 +18,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 from tqdm import tqdm
 
+from ledgerfacts.timestamps import now_ms
 from ledgerweb import health, sqlite
 from ledgerweb.db import ledger_path_of
-from ledgerweb.timestamps import now_ms
 from pipeline import rollups, summariser
 
 DAY = 24 * rollups.HOUR

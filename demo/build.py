@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from ledgerweb.schema import create_indexes, create_ledger
+from ledgerfacts.schema import create_indexes, create_ledger
 
 from .agents import PrimarySpec, write_primary_session
 from .context import DemoContext

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-SQL_DIR = Path(__file__).resolve().parent / "sql"
+# The DDL stays where ARCHITECTURE.md §3 puts it (beside the project, with its PostgreSQL
+# variants): this package reads the files by path and imports nothing from there.
+SQL_DIR = Path(__file__).resolve().parent.parent / "ledgerweb" / "sql"
 
 # File → the tables it creates. The order matters only for readability of created files.
 DDL_FILES = {

@@ -10,7 +10,7 @@ import json
 import random
 from dataclasses import dataclass
 
-from ledgerweb.ulid import UlidFactory
+from ledgerfacts.ulid import UlidFactory
 
 from .errors import DELIVERY_ERRORS, stage_error
 from .personas import Address, new_address

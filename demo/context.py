@@ -3,7 +3,7 @@
 import random
 from dataclasses import dataclass
 
-from ledgerweb.ulid import UlidFactory
+from ledgerfacts.ulid import UlidFactory
 
 from .content import ContentPools
 from .pipeline import RequestFactory

@@ -1,8 +1,8 @@
 """Soak: a live writer appends to the ledger while several clients browse every page through
 gunicorn, over real HTTP on loopback.
 
-    .venv/bin/python -m bench.soak                       # WAL, then rollback journal (DELETE)
-    .venv/bin/python -m bench.soak --seconds 60 --clients 4 --journal wal --write-doc
+    .venv/bin/python -m tools.soak                       # WAL, then rollback journal (DELETE)
+    .venv/bin/python -m tools.soak --seconds 60 --clients 4 --journal wal --write-doc
 
 Each run has two phases of equal length on a fresh ledger: the writer alone, then the writer
 with the clients. The writer is its own process, committing one short transaction at a time as
@@ -363,7 +363,7 @@ def run(seconds: float, clients: int, journal: str = "wal", workers: int = 2,
         settings: str = "ledgerweb.settings", pause_s: float = 0.005) -> Result:  # fmt: skip
     """One soak: `seconds` of the writer alone, then `seconds` with `clients` browsing."""
     sys.path.insert(0, str(PROJECT))
-    from ledgerweb import schema  # here: the writer process and --help need no Django
+    from ledgerfacts import schema  # here: the writer process and --help need no Django
 
     with tempfile.TemporaryDirectory(prefix="ledgerweb-soak-") as folder:
         folder = Path(folder)
@@ -380,7 +380,7 @@ def run(seconds: float, clients: int, journal: str = "wal", workers: int = 2,
             middle, end = start + seconds, start + 2 * seconds
             out = folder / "commits.json"
             writer = subprocess.Popen(
-                [PYTHON, "-m", "bench.soak", "--writer", str(ledger), "--until", str(end),
+                [PYTHON, "-m", "tools.soak", "--writer", str(ledger), "--until", str(end),
                  "--out", str(out), "--pause", str(pause_s)], cwd=PROJECT,
             )  # fmt: skip
             time.sleep(max(0.0, middle - time.time()))
@@ -483,7 +483,7 @@ def reading(results: list[Result]) -> list[str]:
 def write_doc(results: list[Result], command: str) -> None:
     import platform
 
-    from bench.docfile import replace_section
+    from tools.docfile import replace_section
 
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT,
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
@@ -554,7 +554,7 @@ def main() -> None:
     if args.write_doc:
         args_ = " ".join(sys.argv[1:])
         write_doc(
-            results, f"make soak SOAK_ARGS=--write-doc  # .venv/bin/python -m bench.soak {args_}"
+            results, f"make soak SOAK_ARGS=--write-doc  # .venv/bin/python -m tools.soak {args_}"
         )
     wal = [r for r in results if r.journal == "wal"]
     sys.exit(1 if any(r.fivexx or r.locked or r.writer_errors for r in wal) else 0)

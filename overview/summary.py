@@ -5,10 +5,11 @@ from pathlib import Path
 
 from django.db import connections
 
-from ledgerweb import schema, sqlite
+from ledgerfacts import schema
+from ledgerfacts.timestamps import now_ms
+from ledgerweb import sqlite
 from ledgerweb.costs import CostSum
 from ledgerweb.db import LEDGER, ledger_path_of
-from ledgerweb.timestamps import now_ms
 from pipeline.charts import window_costs
 
 COUNT_CAP = 10_000

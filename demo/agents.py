@@ -9,7 +9,7 @@ once they are written. Nothing but the session being written is held in memory.
 import json
 from dataclasses import dataclass, field
 
-from ledgerweb.ulid import decode_time
+from ledgerfacts.ulid import decode_time
 
 from .content import SYSTEM_PROMPTS
 from .context import DemoContext

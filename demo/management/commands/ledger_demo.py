@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ledgerweb.demo.build import LedgerExists, build_demo_ledger
+from demo.build import LedgerExists, build_demo_ledger
 
 
 class Command(BaseCommand):

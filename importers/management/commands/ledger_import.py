@@ -9,7 +9,7 @@ from tqdm import tqdm
 from importers import FORMATS, format_module
 from importers.bundle import ImportReport, WrongFormat
 from importers.writer import write
-from ledgerweb import schema
+from ledgerfacts import schema
 from ledgerweb.db import BUSY_TIMEOUT_S, LEDGER_WRITE, ledger_path_of
 
 
