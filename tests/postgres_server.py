@@ -10,6 +10,7 @@ end. `initdb` refuses to run as root: as root, the server runs as the `postgres`
         server.create_database("ledger")
 """
 
+import contextlib
 import os
 import random
 import shutil
@@ -66,10 +67,8 @@ class PostgresServer:
 
     def stop(self) -> None:
         if self.data.exists():
-            try:
+            with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
                 self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
-            except subprocess.CalledProcessError:
-                pass  # already stopped
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def url(self, database: str = "postgres", user: str = SUPERUSER) -> str:
