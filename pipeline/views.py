@@ -11,7 +11,6 @@ from ledgerweb.sqlite import LedgerQueryTimeout
 from pipeline import charts, json_twins, summariser
 from pipeline.detail import load_request, similar_query
 from pipeline.filters import WINDOWS, RequestFilters
-from pipeline.list_rows import request_rows_html
 from pipeline.listing import newer_page, request_page
 from pipeline.stages import STAGES, STATUSES
 
@@ -49,7 +48,7 @@ def request_list(request: HttpRequest) -> HttpResponse:
     if newer is not None:
         # Live mode asks for what arrived since the newest row it shows.
         page = newer_page(filters, newer)
-        ctx = {"filters": filters, "page": page, "rows_html": request_rows_html(page.rows)}
+        ctx = {"filters": filters, "page": page}
         return render(request, "pipeline/list.html#rows", ctx)
     page = request_page(filters)
     return respond(
@@ -63,7 +62,6 @@ def _request_list_page(request: HttpRequest, filters: RequestFilters, page, live
     ctx = {
         "filters": filters,
         "page": page,
-        "rows_html": request_rows_html(page.rows),
         "stages": STAGES,
         "statuses": STATUSES,
         "windows": WINDOWS,

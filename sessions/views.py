@@ -20,7 +20,6 @@ from sessions.calls_html import tool_calls_html
 from sessions.detail import FAILED, SessionTree, TurnInfo, load_tree, turn_info
 from sessions.failed_turns import failed_walk, first_failed_turn_id
 from sessions.kinds import FORK, KINDS
-from sessions.list_rows import session_rows_html
 from sessions.listing import SessionFilters, session_page, status_choices
 from sessions.membership import turn_in_session
 from sessions.models import Session
@@ -68,7 +67,6 @@ def _session_list_page(request: HttpRequest, filters: SessionFilters, page) -> H
     ctx = {
         "filters": filters,
         "page": page,
-        "rows_html": session_rows_html(page.rows),
         "personas": sqlite.distinct_values("sessions", "persona", limit=100),
         "channels": [
             c
