@@ -16,7 +16,6 @@ from ledgerweb.text import show_json
 from sessions import compare as comparing
 from sessions import export as exporting
 from sessions import forking, json_twins
-from sessions.calls_html import tool_calls_html
 from sessions.detail import FAILED, SessionTree, TurnInfo, load_tree, turn_info
 from sessions.failed_turns import failed_walk, first_failed_turn_id
 from sessions.kinds import FORK, KINDS
@@ -24,7 +23,7 @@ from sessions.listing import SessionFilters, session_page, status_choices
 from sessions.membership import turn_in_session
 from sessions.models import Session
 from sessions.page import tree_page
-from sessions.rows_html import tree_rows_html
+from sessions.rows_html import tool_calls_html, tree_rows_html
 from sessions.thread import load_thread
 from sessions.turn_detail import add_payloads, load_payload, load_tool_call, load_turn_detail
 
