@@ -140,10 +140,10 @@ def main() -> None:
     from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
-    from django.db import connections
     from django.test import Client
     from django.test.utils import override_settings
 
+    from ledgerweb.sqlite import rows
     from sessions.models import Session
     from sessions.rows_html import tool_calls_html, tree_rows_html
     from sessions.turn_detail import load_turn_detail
@@ -160,20 +160,19 @@ def main() -> None:
     for name, url in PAGES.items():
         response = client.get(url)
         assert response.status_code == 200, (url, response.status_code)
-        rows = response.content.count(b"<tr") - 2  # the head's row and "next page"
+        shown = response.content.count(b"<tr") - 2  # the head's row and "next page"
         ms = median_ms(lambda url=url: client.get(url), args.runs)
-        print(f"{name} list page ({rows} rows): {ms:.1f} ms")
+        print(f"{name} list page ({shown} rows): {ms:.1f} ms")
         if args.save:
             args.save.mkdir(parents=True, exist_ok=True)
             (args.save / f"{name}.html").write_bytes(response.content)
-    with connections["ledger"].cursor() as cursor:
-        cursor.execute("SELECT session_id FROM turns GROUP BY 1 ORDER BY count(*) DESC LIMIT 1")
-        ((session_id,),) = cursor.fetchall()
-        cursor.execute(
-            "SELECT t.session_id, t.id FROM tool_calls c JOIN turns t ON t.id = c.turn_id"
-            " GROUP BY t.id ORDER BY count(*) DESC LIMIT 1"
-        )
-        ((call_session_id, turn_id),) = cursor.fetchall()
+    ((session_id,),) = rows(
+        "SELECT session_id FROM turns GROUP BY 1 ORDER BY count(*) DESC LIMIT 1"
+    )
+    ((call_session_id, turn_id),) = rows(
+        "SELECT t.session_id, t.id FROM tool_calls c JOIN turns t ON t.id = c.turn_id"
+        " GROUP BY t.id ORDER BY count(*) DESC LIMIT 1"
+    )
     if args.fstrings_from:
         rows_in_turns(args.fstrings_from, args.runs * 5)
     items = tree_items(session_id)
