@@ -5,9 +5,11 @@ Pages without a twin (a tool call's body, a payload, the liveness probe) say not
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import pytest
-from test_url_walker import CHART_URLS, URLS, small_ledger  # noqa: F401 (a fixture)
+import test_url_walker
+from test_url_walker import CHART_URLS, URLS
 
 pytestmark = pytest.mark.django_db(databases="__all__")
+small_ledger = test_url_walker.small_ledger  # the walker's ledger, as a fixture of this module
 
 # The pages of the URL contract that have no JSON twin: a fragment or page of one payload, the
 # similar-failures line, the probe, the JSON-only answers, and what is not a page (405, 302).
@@ -20,9 +22,7 @@ TWINLESS = {
     "search:in_session",
 }
 PAGES_WITH_TWINS = [
-    url
-    for name, (url, status) in URLS.items()
-    if url and status == 200 and name not in TWINLESS
+    url for name, (url, status) in URLS.items() if url and status == 200 and name not in TWINLESS
 ] + [url for url, _ in CHART_URLS]
 PAGES_WITHOUT_TWINS = [URLS[name][0] for name in sorted(TWINLESS)]
 
