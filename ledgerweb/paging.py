@@ -7,7 +7,7 @@ from django.db import connections
 from django.db.models import Q, Value
 
 from ledgerweb.params import Cursor
-from ledgerweb.sqlite import CappedCount
+from ledgerweb.sqlite import CappedCount, rows
 
 
 def capped(qs, cap: int) -> CappedCount:
@@ -27,9 +27,7 @@ def capped(qs, cap: int) -> CappedCount:
     table = connection.ops.quote_name(qs.model._meta.db_table)
     sql = f"SELECT count(*) FROM (SELECT 1 FROM {table}"
     sql += f" WHERE {where} LIMIT %s)" if where else " LIMIT %s)"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, cap + 1])
-        (n,) = cursor.fetchone()
+    ((n,),) = rows(sql, [*params, cap + 1], qs.db)
     return CappedCount(min(n, cap), n > cap)
 
 

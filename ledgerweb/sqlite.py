@@ -102,11 +102,19 @@ def longer_time_limit(limit_ms: int):
         deadline.override_ms = previous
 
 
-def rows(sql: str, params=()) -> list[tuple]:
-    """Every row of one query on the read-only ledger (and so under its time limit)."""
-    with connections[LEDGER].cursor() as cursor:
+def rows(sql: str, params=(), alias: str = LEDGER, *, named: bool = False) -> list:
+    """Every row of one query, by default on the read-only ledger (and so under its time limit):
+    tuples, or with `named` dicts by column name.
+
+    The one place raw SQL meets a cursor (tests/test_sql_entry_point.py keeps it so): where the
+    PostgreSQL variants will sit."""
+    with connections[alias].cursor() as cursor:
         cursor.execute(sql, list(params))
-        return cursor.fetchall()
+        found = cursor.fetchall()
+        if not named:
+            return found
+        names = [column[0] for column in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in found]
 
 
 def ledger_version() -> tuple[object, int]:
@@ -146,9 +154,9 @@ class WhileUnchanged:
 
 
 def table_names(alias: str = LEDGER) -> set[str]:
-    with connections[alias].cursor() as cursor:
-        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        return {row[0] for row in cursor.fetchall()}
+    return {
+        name for (name,) in rows("SELECT name FROM sqlite_master WHERE type = 'table'", (), alias)
+    }
 
 
 @dataclass(frozen=True)
@@ -165,16 +173,13 @@ class CappedCount:
 def capped_count(table: str, cap: int, alias: str = LEDGER) -> CappedCount:
     """Count at most `cap` rows: bounded work on a table of any size."""
     quoted = connections[alias].ops.quote_name(table)
-    with connections[alias].cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM {quoted} LIMIT %s)", [cap + 1])
-        (count,) = cursor.fetchone()
+    ((count,),) = rows(f"SELECT count(*) FROM (SELECT 1 FROM {quoted} LIMIT %s)", [cap + 1], alias)
     return CappedCount(min(count, cap), count > cap)
 
 
 def journal_mode(alias: str = LEDGER) -> str:
-    with connections[alias].cursor() as cursor:
-        cursor.execute("PRAGMA journal_mode")
-        return str(cursor.fetchone()[0]).lower()
+    ((mode,),) = rows("PRAGMA journal_mode", (), alias)
+    return str(mode).lower()
 
 
 def distinct_values(table: str, column: str, limit: int = 200, alias: str = LEDGER) -> list[str]:
@@ -190,9 +195,7 @@ def distinct_values(table: str, column: str, limit: int = 200, alias: str = LEDG
             FROM v WHERE v.value IS NOT NULL
         )
         SELECT value FROM v WHERE value IS NOT NULL LIMIT %s"""
-    with connections[alias].cursor() as cursor:
-        cursor.execute(sql, [limit])
-        return [row[0] for row in cursor.fetchall()]
+    return [value for (value,) in rows(sql, [limit], alias)]
 
 
 def distinct_prefixes(
@@ -214,9 +217,7 @@ def distinct_prefixes(
         )
         SELECT prefix FROM p WHERE prefix IS NOT NULL LIMIT %s"""
     params = [separator, separator, separator, separator, after, limit]
-    with connections[alias].cursor() as cursor:
-        cursor.execute(sql, params)
-        return [row[0] for row in cursor.fetchall()]
+    return [prefix for (prefix,) in rows(sql, params, alias)]
 
 
 def in_list(ids) -> tuple[str, list[str]]:

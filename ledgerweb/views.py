@@ -1,18 +1,16 @@
-from dataclasses import asdict
-
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
-from django.db import DatabaseError, connections, transaction
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.db import DatabaseError, transaction
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from ledgerweb import health, sqlite
+from ledgerweb import health, json_twins, sqlite
 from ledgerweb.db import LEDGER
-from ledgerweb.http import wants_json
+from ledgerweb.http import respond
 from ledgerweb.params import answers_bad_parameters, choice, strict
 
 
@@ -23,8 +21,7 @@ from ledgerweb.params import answers_bad_parameters, choice, strict
 def healthz(request: HttpRequest) -> HttpResponse:
     """Liveness for load balancers: no login, no data; `ok` when the ledger opens."""
     try:
-        with connections[LEDGER].cursor() as cursor:
-            cursor.execute("SELECT 1 FROM sqlite_master LIMIT 1")
+        sqlite.rows("SELECT 1 FROM sqlite_master LIMIT 1")
     except DatabaseError:
         return HttpResponse("ledger unavailable\n", status=503, content_type="text/plain")
     return HttpResponse("ok\n", content_type="text/plain")
@@ -43,15 +40,6 @@ def health_report(request: HttpRequest) -> HttpResponse:
     if report is None:
         with sqlite.longer_time_limit(settings.LEDGER_HEALTH_TIMEOUT_MS):
             report = health.check_and_keep()
-    if wants_json(request):
-        return JsonResponse(
-            {
-                "checked_at": report.checked_at,
-                "took_ms": report.took_ms,
-                "kept": kept,
-                "findings": [asdict(f) | {"passed": f.passed} for f in report.findings],
-            }
-        )
     ctx = {
         "findings": report.findings,
         "problems": report.problems,
@@ -60,7 +48,11 @@ def health_report(request: HttpRequest) -> HttpResponse:
         "kept": kept,
         "every_hours": health.EVERY_S // 3600,
     }
-    return render(request, "health.html", ctx)
+    return respond(
+        request,
+        page=lambda: render(request, "health.html", ctx),
+        twin=lambda: json_twins.health_report(report, kept),
+    )
 
 
 @login_not_required

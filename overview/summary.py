@@ -110,13 +110,8 @@ def _size(path: Path) -> int:
 
 
 def _rows(sql: str, params: list) -> list[dict]:
-    with connections[LEDGER].cursor() as cursor:
-        cursor.execute(sql, params)
-        names = [c[0] for c in cursor.description]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    return sqlite.rows(sql, params, named=True)
 
 
 def _scalar(sql: str, params: list):
-    with connections[LEDGER].cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchone()[0]
+    return sqlite.rows(sql, params)[0][0]

@@ -3,12 +3,10 @@ queries."""
 
 from dataclasses import dataclass, field
 
-from django.db import connections
 from django.db.models import Q
 
 from ledgerfacts.timestamps import elapsed_ms, now_ms
 from ledgerweb import sqlite
-from ledgerweb.db import LEDGER
 from ledgerweb.health import STUCK_AFTER_MS
 from ledgerweb.paging import capped
 from ledgerweb.text import JsonText, parse_json, show_json
@@ -191,10 +189,8 @@ def _add_context(detail: RequestDetail) -> None:
     if r.turn_id:
         # The pipeline links to the sessions area by URL only; it needs the turn's session id.
         if "turns" in sqlite.table_names():
-            with connections[LEDGER].cursor() as cursor:
-                cursor.execute("SELECT session_id FROM turns WHERE id = %s", [r.turn_id])
-                row = cursor.fetchone()
-            detail.turn_session_id = row[0] if row else None
+            found = sqlite.rows("SELECT session_id FROM turns WHERE id = %s", [r.turn_id])
+            detail.turn_session_id = found[0][0] if found else None
         detail.turn_missing = detail.turn_session_id is None
         if detail.turn_missing:
             detail.problems.append(f"turn_id {r.turn_id} does not exist in this ledger")

@@ -5,10 +5,12 @@ from dataclasses import dataclass
 from django.db.models import Value
 
 from ledgerfacts.timestamps import elapsed_ms
+from ledgerweb.costs import TurnCost
 from ledgerweb.paging import capped, keyset_page
 from ledgerweb.params import SQLITE_INT
 from ledgerweb.sqlite import CappedCount
 from ledgerweb.text import first_line
+from pipeline.costs import request_cost
 from pipeline.filters import RequestFilters
 from pipeline.models import NexusRequest
 from pipeline.stages import parse_timings
@@ -38,6 +40,10 @@ class RequestRow:
     @property
     def error_line(self) -> str:
         return first_line(self.request.error_message, 140)
+
+    @property
+    def cost(self) -> TurnCost | None:
+        return request_cost(self.request)
 
 
 @dataclass

@@ -1,17 +1,16 @@
 from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
 from django.views.decorators.http import require_GET
 
-from ledgerweb.http import wants_json
+from ledgerweb.http import respond, wants_json
 from ledgerweb.params import answers_bad_parameters, choice, cursor, sqlite_number, strict
 from ledgerweb.sqlite import LedgerQueryTimeout
 from pipeline import charts, json_twins, summariser
 from pipeline.detail import load_request, similar_query
 from pipeline.filters import WINDOWS, RequestFilters
-from pipeline.list_rows import request_rows_html
 from pipeline.listing import newer_page, request_page
 from pipeline.stages import STAGES, STATUSES
 
@@ -49,15 +48,20 @@ def request_list(request: HttpRequest) -> HttpResponse:
     if newer is not None:
         # Live mode asks for what arrived since the newest row it shows.
         page = newer_page(filters, newer)
-        ctx = {"filters": filters, "page": page, "rows_html": request_rows_html(page.rows)}
+        ctx = {"filters": filters, "page": page}
         return render(request, "pipeline/list.html#rows", ctx)
     page = request_page(filters)
-    if wants_json(request):
-        return JsonResponse(json_twins.request_list(filters, page))
+    return respond(
+        request,
+        page=lambda: _request_list_page(request, filters, page, live),
+        twin=lambda: json_twins.request_list(filters, page),
+    )
+
+
+def _request_list_page(request: HttpRequest, filters: RequestFilters, page, live: bool):
     ctx = {
         "filters": filters,
         "page": page,
-        "rows_html": request_rows_html(page.rows),
         "stages": STAGES,
         "statuses": STATUSES,
         "windows": WINDOWS,
@@ -76,11 +80,18 @@ def request_list(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def request_detail(request: HttpRequest, request_id: str) -> HttpResponse:
+    # The page counts similar failures after it loads (see similar_failures); the twin at once.
     detail = load_request(request_id, with_similar=wants_json(request))
     if detail is None:
         raise Http404(f"No request {request_id!r} in this ledger")
-    if wants_json(request):
-        return JsonResponse(json_twins.request_detail(detail))
+    return respond(
+        request,
+        page=lambda: _request_page(request, detail),
+        twin=lambda: json_twins.request_detail(detail),
+    )
+
+
+def _request_page(request: HttpRequest, detail) -> HttpResponse:
     ctx = {
         "d": detail,
         "r": detail.request,
@@ -105,8 +116,14 @@ CHART_CSP = settings.SECURE_CSP | {"style-src": [CSP.SELF, CSP.UNSAFE_INLINE]}
 def dashboard(request: HttpRequest) -> HttpResponse:
     strict(request.GET, "refresh", choice("1"))  # auto-refresh, read by the template
     filters = charts.DashboardFilters.from_query(request.GET)
-    if wants_json(request):
-        return JsonResponse(charts.dashboard_data(filters))
+    return respond(
+        request,
+        page=lambda: _dashboard_page(request, filters),
+        twin=lambda: charts.dashboard_data(filters),
+    )
+
+
+def _dashboard_page(request: HttpRequest, filters) -> HttpResponse:
     ctx = {
         "filters": filters,
         "charts": charts.CHARTS,
@@ -123,20 +140,27 @@ def chart(request: HttpRequest, chart: str) -> HttpResponse:
     if chart not in charts.CHARTS:
         raise Http404(f"No chart {chart!r}")
     filters = charts.DashboardFilters.from_query(request.GET)
+    return respond(
+        request,
+        page=lambda: _chart_card(request, chart, filters),
+        # A twin that runs out of time raises: the middleware answers JSON clients.
+        twin=lambda: _chart_data(chart, filters),
+    )
+
+
+def _chart_card(request: HttpRequest, chart: str, filters) -> HttpResponse:
     ctx = {"chart": charts.CHARTS[chart], "filters": filters}
     try:
         result = charts.build_chart(charts.CHARTS[chart], filters)
     except LedgerQueryTimeout as error:
-        if wants_json(request):
-            raise  # the middleware answers JSON clients
         # Keep the card's title: say which chart could not be drawn, and how to get it.
         return render(request, "pipeline/chart.html", ctx | {"error": str(error)}, status=503)
-    if wants_json(request):
-        data = result.data
-        if isinstance(data, dict):
-            data = data | {"errors": filters.errors}
-        return JsonResponse(data, safe=False)
     return render(request, "pipeline/chart.html", ctx | {"result": result})
+
+
+def _chart_data(chart: str, filters):
+    data = charts.build_chart(charts.CHARTS[chart], filters).data
+    return data | {"errors": filters.errors} if isinstance(data, dict) else data
 
 
 @require_GET

@@ -10,10 +10,10 @@ from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseClientRedirect
 
 from ledgerfacts.timestamps import now_ms
-from ledgerweb.http import LedgerJSONEncoder, wants_json
+from ledgerweb.http import respond
 from ledgerweb.params import WINDOWS, Invalid, moment_ms, read, sqlite_number
 from ledgerweb.sqlite import LedgerQueryTimeout
-from search import engine, ids, indexer, results
+from search import engine, ids, indexer, json_twins, results
 from search.models import IndexState
 from search.query import QueryError, parse
 
@@ -102,22 +102,35 @@ def search(request: HttpRequest) -> HttpResponse:
     form = SearchForm.from_query(request.GET)
     jumps = ids.find(form.q) if form.q else []
     reachable = [jump for jump in jumps if jump.url]
-    if len(reachable) == 1 and form.before is None and not wants_json(request):
-        if request.htmx:
-            return HttpResponseClientRedirect(reachable[0].url)
-        return redirect(reachable[0].url)
+    # A page (not the twin) with one place to go goes there: nothing is searched.
+    only_jump = reachable[0].url if len(reachable) == 1 and form.before is None else None
     ctx = {"form": form, "jumps": jumps, "kinds": KIND_LABELS, "windows": WINDOWS}
-    ctx |= _index_status()
-    if form.q:
-        ctx |= _results(form)
-    if wants_json(request):
-        return JsonResponse(_json(ctx), encoder=LedgerJSONEncoder)
+    return respond(
+        request,
+        page=lambda: _jump(request, only_jump) if only_jump else _results_page(request, ctx),
+        twin=lambda: json_twins.search(_searched(ctx)),
+    )
+
+
+def _searched(ctx: dict) -> dict:
+    """The page's context with the index brought on a little, and the results when asked."""
+    ctx = ctx | _index_status()
+    if ctx["form"].q:
+        ctx |= _results(ctx["form"])
+    return ctx
+
+
+def _jump(request: HttpRequest, url: str) -> HttpResponse:
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def _results_page(request: HttpRequest, ctx: dict) -> HttpResponse:
     template = "search/results.html"
     if request.htmx and request.GET.get("before"):
         template += "#more"
     elif request.htmx:
         template += "#results"
-    return render(request, template, ctx)
+    return render(request, template, _searched(ctx))
 
 
 def _index_status() -> dict:
@@ -152,46 +165,6 @@ def _results(form: SearchForm) -> dict:
         return {"query_error": "That search took too long: add a word or a filter to narrow it."}
     cap = indexer.COUNT_CAP
     return {"page": page, "total": min(total, cap), "total_capped": total > cap}
-
-
-def _json(ctx: dict) -> dict:
-    form = ctx["form"]
-    page = ctx.get("page")
-    return {
-        "query": form.as_query(),
-        "errors": form.errors,
-        "query_error": ctx.get("query_error"),
-        "ids": [
-            {"kind": j.kind, "id": j.item_id, "url": j.url, "detail": j.detail}
-            for j in ctx["jumps"]
-        ],
-        "index": {"caught_up_at": ctx["caught_up_at"], "not_yet_indexed": ctx["backlog"]},
-        "count": ctx.get("total"),
-        "count_capped": ctx.get("total_capped", False),
-        "next": page.next_cursor if page else None,
-        "groups": [
-            {
-                "session_id": g.session_id,
-                "label": g.label,
-                "persona": g.persona,
-                "hits": [
-                    {
-                        "kind": h.kind,
-                        "id": h.item_id,
-                        "fields": h.fields,
-                        "turn_id": h.turn_id,
-                        "status": h.status,
-                        "turn_status": h.turn_status,
-                        "at": h.at,
-                        "snippet": str(h.snippet),
-                        "url": h.url,
-                    }
-                    for h in g.hits
-                ],
-            }
-            for g in (page.groups if page else [])
-        ],
-    }
 
 
 # Turns a session's find box marks at most: more is not a walk anyone takes key by key.

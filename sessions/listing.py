@@ -7,14 +7,12 @@ stop at COUNT_CAP, and per-row numbers come from one grouped query per page, not
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 
-from django.db import connections
 from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from ledgerweb import sqlite
 from ledgerweb.costs import CostSum, usd
-from ledgerweb.db import LEDGER
 from ledgerweb.paging import capped, keyset_page, page_cursor
 from ledgerweb.params import Cursor, choice, iso_date, read, reject, text
 from ledgerweb.sqlite import CappedCount
@@ -252,29 +250,28 @@ def _fill_row_numbers(rows: list[SessionRow]) -> None:
     ids = [r.session.id for r in rows]
     marks = ", ".join(["%s"] * len(ids))
     by_id = {r.session.id: r for r in rows}
-    with connections[LEDGER].cursor() as cursor:
-        cursor.execute(
-            f"""SELECT t.session_id, count(*),
-                       sum(CASE WHEN NOT EXISTS (SELECT 1 FROM turns c
-                                                 WHERE c.parent_turn_id = t.id
-                                                   AND c.session_id = t.session_id)
-                           THEN 1 ELSE 0 END)
-                FROM turns t WHERE t.session_id IN ({marks}) GROUP BY t.session_id""",
-            ids,
-        )
-        for session_id, turns, leaves in cursor.fetchall():
-            by_id[session_id].turns, by_id[session_id].leaves = turns, leaves or 0
+    counts = sqlite.rows(
+        f"""SELECT t.session_id, count(*),
+                   sum(CASE WHEN NOT EXISTS (SELECT 1 FROM turns c
+                                             WHERE c.parent_turn_id = t.id
+                                               AND c.session_id = t.session_id)
+                       THEN 1 ELSE 0 END)
+            FROM turns t WHERE t.session_id IN ({marks}) GROUP BY t.session_id""",
+        ids,
+    )
+    for session_id, turns, leaves in counts:
+        by_id[session_id].turns, by_id[session_id].leaves = turns, leaves or 0
 
-        heads = {r.session.current_turn_id: r for r in rows if r.session.current_turn_id}
-        if heads:
-            marks = ", ".join(["%s"] * len(heads))
-            cursor.execute(
-                f"""SELECT turn_id, substr(content, 1, 400) FROM (
-                        SELECT turn_id, content, row_number() OVER (
-                            PARTITION BY turn_id ORDER BY sequence) AS n
-                        FROM messages WHERE turn_id IN ({marks}) AND role = 'user')
-                    WHERE n = 1""",
-                list(heads),
-            )
-            for turn_id, content in cursor.fetchall():
-                heads[turn_id].hint = first_line(content, 120)
+    heads = {r.session.current_turn_id: r for r in rows if r.session.current_turn_id}
+    if heads:
+        marks = ", ".join(["%s"] * len(heads))
+        questions = sqlite.rows(
+            f"""SELECT turn_id, substr(content, 1, 400) FROM (
+                    SELECT turn_id, content, row_number() OVER (
+                        PARTITION BY turn_id ORDER BY sequence) AS n
+                    FROM messages WHERE turn_id IN ({marks}) AND role = 'user')
+                WHERE n = 1""",
+            list(heads),
+        )
+        for turn_id, content in questions:
+            heads[turn_id].hint = first_line(content, 120)

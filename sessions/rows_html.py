@@ -1,18 +1,28 @@
-"""The turn tree's rows as HTML, written in Python.
+"""The two long lists written in Python rather than in a template: the turn tree's rows and a
+turn's tool calls. Everything else, the session and request lists included, is drawn by
+templates, where a designer looks for markup; these two stay here because of their size.
 
-A session can have thousands of turns; rendering each row through a template include cost about
-0.3 ms, which made a 5,000-turn page take over a second and a half. The same markup built here
-costs a few microseconds a row. Every value from the ledger goes through escape().
+Why, in figures. A session can have thousands of turns and a turn hundreds of tool calls. For
+5,000 tree rows (measured by the issue 20 review on this machine): f-strings 41 ms, a Jinja2
+loop ~170 ms, a Django template loop with prepared values ~540 ms, and template includes per row
+(the first version) 1.6 s. A 600-call turn's panel spent ~100 ms in its template loop (a
+{% url %} and a few filters per call) and a few ms here. A list page's 50 rows, by contrast,
+cost ~10-17 ms through their template loop against ~1.5-2.5 ms as f-strings (the same machine
+under load, docs/benchmarks.md): a price worth paying on pages with a 150 ms target, not on these.
+Re-measure with `.venv/bin/python -m bench.list_rows_bench`.
 
-Most pieces of a row repeat from row to row (a gutter shape, a model, a set of marks), so each
-distinct piece is written once and reused. The helpers are pure functions of their arguments, so
-a cache can never serve a stale piece; those whose arguments are ledger values (of any size)
-are cached for one page only, the others (marks, counts) for the process, in a bounded cache.
+Every value from the ledger goes through escape(). The URLs come from IdUrls (one reverse() per
+list). Most pieces of a row repeat from row to row (a gutter shape, a model, a set of marks, a
+tool name and status), so each distinct piece is written once and reused. The helpers are pure
+functions of their arguments, so a cache can never serve a stale piece; those whose arguments
+are ledger values (of any size) are cached for one page only, the others (marks, counts) for
+the process, in a bounded cache.
 """
 
 from functools import lru_cache
 from urllib.parse import quote
 
+from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
 from ledgerweb.costs import cost_html
@@ -20,7 +30,9 @@ from ledgerweb.formatting import duration, short_model, tokens
 from ledgerweb.html_parts import IdUrls, css_name, escape
 from sessions.alternatives import Alternative
 from sessions.gutter import Gutter
+from sessions.models import Session
 from sessions.page import TreeItem
+from sessions.turn_detail import ToolCallView
 
 
 def tree_rows_html(items: list[TreeItem], session_id: str) -> SafeString:
@@ -177,4 +189,69 @@ def _row(item: TreeItem, url: str, gutter_svg: str, model_html: str) -> str:
         f"{_calls(t.tool_calls, t.failed_tool_calls)}"
         f'<span class="num">{escape(duration(t.duration_ms))}</span>'
         f"</span></a>"
+    )
+
+
+# -- A turn's tool calls -----------------------------------------------------------------------
+
+
+def tool_calls_html(calls: list[ToolCallView], session: Session, turn_id: str) -> SafeString:
+    call_urls = IdUrls("sessions:call", session.id, turn_id)
+    session_urls = IdUrls("sessions:detail")
+    # A call is open when its body came with the panel: every call of a short list, the first
+    # failed calls of a long one (turn_detail.OPEN_FAILED_CALLS). Other bodies load when opened.
+    # A turn calls a few tools, with a few statuses, many times over: each pair is written once.
+    # For this panel only (they are ledger values, of any size). typed: the number 5 and the
+    # text "5" are different values.
+    name_and_status = lru_cache(maxsize=None, typed=True)(_name_and_status)
+    parts = []
+    for call in calls:
+        failed = call.status == "failed"
+        opened = call.parameters is not None
+        if not opened:
+            body = _lazy_body(call_urls.html(call.id))
+        else:
+            body = render_to_string(
+                "sessions/_call_body.html", {"c": call, "session": session, "turn_id": turn_id}
+            )
+        parts.append(
+            f'<li id="call-{escape(call.id)}" class="tool-call{" failed" if failed else ""}">'
+            f"<details{' open' if opened else ''}>"
+            f"{_summary(call, call_urls.html(call.id), session_urls, name_and_status)}{body}"
+            "</details></li>"
+        )
+    return mark_safe("\n".join(parts))  # every ledger value was escaped
+
+
+def _summary(call: ToolCallView, call_url: str, session_urls: IdUrls, name_and_status) -> str:
+    elapsed = call.duration_ms
+    timing = f"#{escape(call.sequence)}"
+    if elapsed is not None:
+        timing += f" · {escape(duration(elapsed))}"
+    subagent = (
+        f' <a href="{session_urls.html(call.child_session_id)}">subagent session ↗</a>'
+        if call.child_session_id
+        else ""
+    )
+    return (
+        f"<summary>{name_and_status(call.tool_name, call.status)} "
+        f'<span class="muted small">{timing}</span>{subagent}'
+        f' <a href="{call_url}" class="small call-link" title="This call on its own page">link</a>'
+        "</summary>"
+    )
+
+
+def _name_and_status(tool_name, status) -> str:
+    return (
+        f'<code class="tool-name">{escape(tool_name)}</code> '
+        f'<span class="status status-{css_name(str(status))}">{escape(status)}</span>'
+    )
+
+
+def _lazy_body(url: str) -> str:
+    """A closed call's body: fetched the first time its <details> opens; a plain link without
+    JavaScript. `url` is already escaped."""
+    return (
+        f'<div class="call-body" hx-get="{url}" hx-trigger="toggle from:closest details once"'
+        f' hx-swap="outerHTML"><a href="{url}" class="small">parameters and result</a></div>'
     )

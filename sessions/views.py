@@ -10,22 +10,20 @@ from django.views.decorators.http import require_GET, require_POST
 
 from ledgerweb import sqlite
 from ledgerweb.html_parts import IdUrls, css_name
-from ledgerweb.http import wants_json
+from ledgerweb.http import respond
 from ledgerweb.params import answers_bad_parameters, choice, cursor, strict, text
 from ledgerweb.text import show_json
 from sessions import compare as comparing
 from sessions import export as exporting
 from sessions import forking, json_twins
-from sessions.calls_html import tool_calls_html
 from sessions.detail import FAILED, SessionTree, TurnInfo, load_tree, turn_info
 from sessions.failed_turns import failed_walk, first_failed_turn_id
 from sessions.kinds import FORK, KINDS
-from sessions.list_rows import session_rows_html
 from sessions.listing import SessionFilters, session_page, status_choices
 from sessions.membership import turn_in_session
 from sessions.models import Session
 from sessions.page import tree_page
-from sessions.rows_html import tree_rows_html
+from sessions.rows_html import tool_calls_html, tree_rows_html
 from sessions.thread import load_thread
 from sessions.turn_detail import add_payloads, load_payload, load_tool_call, load_turn_detail
 
@@ -57,12 +55,17 @@ def session_list(request: HttpRequest) -> HttpResponse:
     # Page links are written by the list itself: a broken one has no sensible page (400).
     filters.after = strict(request.GET, "after", cursor)
     page = session_page(filters)
-    if wants_json(request):
-        return JsonResponse(json_twins.session_list(filters, page))
+    return respond(
+        request,
+        page=lambda: _session_list_page(request, filters, page),
+        twin=lambda: json_twins.session_list(filters, page),
+    )
+
+
+def _session_list_page(request: HttpRequest, filters: SessionFilters, page) -> HttpResponse:
     ctx = {
         "filters": filters,
         "page": page,
-        "rows_html": session_rows_html(page.rows),
         "personas": sqlite.distinct_values("sessions", "persona", limit=100),
         "channels": [
             c
@@ -182,13 +185,22 @@ def _render_with_rows(request: HttpRequest, template: str, ctx: dict) -> HttpRes
 @answers_bad_parameters
 def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
     session = _get_session(session_id)
-    if wants_json(request):
-        strict(request.GET, "unfold", choice("all"))  # the twin holds every turn, folded or not
-        number, _ = _positive_number(request.GET, "page")
-        twin = json_twins.session_detail(
-            load_tree(session), number or 1, lambda n: _page_url(request, session, n)
-        )
-        return JsonResponse(twin)
+    return respond(
+        request,
+        page=lambda: _session_page(request, session),
+        twin=lambda: _session_twin(request, session),
+    )
+
+
+def _session_twin(request: HttpRequest, session: Session) -> dict:
+    strict(request.GET, "unfold", choice("all"))  # the twin holds every turn, folded or not
+    number, _ = _positive_number(request.GET, "page")
+    return json_twins.session_detail(
+        load_tree(session), number or 1, lambda n: _page_url(request, session, n)
+    )
+
+
+def _session_page(request: HttpRequest, session: Session) -> HttpResponse:
     ctx = _session_context(request, session, None)
     jump_to = request.GET.get("turn", "").strip()
     if jump_to in ctx["tree"].turns:
@@ -254,11 +266,17 @@ def turn_detail(request: HttpRequest, session_id: str, turn_id: str) -> HttpResp
     if turn_id not in ctx["tree"].turns:
         raise Http404(f"No turn {turn_id!r} in session {session_id!r}")
     ctx |= _tree_turn_context(session, ctx, turn_id)
-    if wants_json(request):
-        # Scripts get every payload, also those a long list loads only when a call is opened.
-        add_payloads([c for c in ctx["detail"].tool_calls if c.parameters is None], turn_id)
-        return JsonResponse(json_twins.turn(ctx["turn"], ctx["detail"]))
-    return _render_with_rows(request, "sessions/detail.html", ctx | _panel_html(ctx))
+    return respond(
+        request,
+        page=lambda: _render_with_rows(request, "sessions/detail.html", ctx | _panel_html(ctx)),
+        twin=lambda: _turn_twin(ctx, turn_id),
+    )
+
+
+def _turn_twin(ctx: dict, turn_id: str) -> dict:
+    # Scripts get every payload, also those a long list loads only when a call is opened.
+    add_payloads([c for c in ctx["detail"].tool_calls if c.parameters is None], turn_id)
+    return json_twins.turn(ctx["turn"], ctx["detail"])
 
 
 @require_GET
@@ -311,21 +329,27 @@ def thread(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     the_thread = load_thread(turn_id, page_size=THREAD_PAGE_TURNS, page=number)
     if the_thread is None:
         raise Http404(f"No turn {turn_id!r}")
-    if wants_json(request):
-        return JsonResponse(
-            json_twins.thread(
-                the_thread, lambda n: _thread_page_url(request, session.id, turn_id, n)
-            )
-        )
     ctx = {
         "session": session,
         "thread": the_thread,
         "folded_all": folded_all,
         "page_error": page_error,
-        "resume": the_thread.resume_cost(cached=False),
-        "resume_cached": the_thread.resume_cost(cached=True),
-        "can_fork": request.user.has_perm("conversations.fork_session"),
         "turn_id": turn_id,
+    }
+    return respond(
+        request,
+        page=lambda: _thread_page(request, ctx),
+        twin=lambda: json_twins.thread(
+            the_thread, lambda n: _thread_page_url(request, session.id, turn_id, n)
+        ),
+    )
+
+
+def _thread_page(request: HttpRequest, ctx: dict) -> HttpResponse:
+    ctx |= {
+        "resume": ctx["thread"].resume_cost(cached=False),
+        "resume_cached": ctx["thread"].resume_cost(cached=True),
+        "can_fork": request.user.has_perm("conversations.fork_session"),
     }
     return render(request, "sessions/thread.html", ctx)
 
@@ -389,12 +413,21 @@ def compare(request: HttpRequest, session_id: str) -> HttpResponse:
     session = _get_session(session_id)
     a, b = strict(request.GET, "a", text, ""), strict(request.GET, "b", text, "")
     result = comparing.compare(session, a, b) if a and b else None
-    if wants_json(request):
-        if result is None:
-            return JsonResponse({"error": "choose two turns: ?a=<turn id>&b=<turn id>"}, status=400)
-        costs = {"cost": {"a": result.a.cost.as_json(), "b": result.b.cost.as_json()}}
-        plain = asdict(result, dict_factory=_json_ready)
-        return JsonResponse(plain | costs, safe=False)
+    return respond(
+        request,
+        page=lambda: _compare_page(request, session, a, b, result),
+        twin=lambda: _compare_twin(result),
+    )
+
+
+def _compare_twin(result) -> dict | HttpResponse:
+    if result is None:
+        return JsonResponse({"error": "choose two turns: ?a=<turn id>&b=<turn id>"}, status=400)
+    costs = {"cost": {"a": result.a.cost.as_json(), "b": result.b.cost.as_json()}}
+    return asdict(result, dict_factory=_json_ready) | costs
+
+
+def _compare_page(request: HttpRequest, session: Session, a: str, b: str, result):
     ctx = {"session": session, "a": a, "b": b, "result": result}
     if result is None:
         # "Compare with…": the session's leaves and branch points, to pick without typing ids.

@@ -489,7 +489,7 @@ def test_a_chart_that_takes_too_long_says_so_in_its_card(
 
 
 def test_list_rows_show_each_request_escaped_and_link_to_it(viewer_client, ledger):
-    """The rows are built in Python (pipeline/list_rows.py): what the template showed, escaped."""
+    """The rows, drawn by the list template's loop: every ledger value escaped, the links right."""
     evil = '<img src=x onerror=alert(1)>"'
     ledger.request(
         id="R/1 <x>",

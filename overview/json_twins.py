@@ -1,0 +1,26 @@
+"""The overview page's JSON twin: the same figures as the page, for scripts."""
+
+
+def overview(summary, staff: bool) -> dict:
+    """The overview page's numbers; the ledger's path for staff only, as on the page."""
+    return {
+        "ledger": {
+            "name": summary.path.name,
+            "path": str(summary.path) if staff else None,
+            "size_bytes": summary.size_bytes,
+            "wal_bytes": summary.wal_bytes,
+            "journal_mode": summary.journal_mode,
+            "missing_tables": summary.missing_tables,
+            "other_tables": summary.other_tables,
+            "schema_mismatches": summary.mismatches,
+        },
+        "counts": {
+            c.table: None if c.count is None else {"count": c.count.value, "capped": c.count.capped}
+            for c in summary.counts
+        },
+        "last_24h": summary.last_day,
+        "cost": {window: total.as_json() for window, total in summary.costs.items()},
+        "cost_not_counted": summary.cost_notes,
+        "latest_sessions": summary.latest_sessions,
+        "latest_requests": summary.latest_requests,
+    }

@@ -1,0 +1,42 @@
+"""The JSON twin of the search page (ledgerweb.http.respond picks the one asked for)."""
+
+
+def search(ctx: dict) -> dict:
+    """What the results page shows: the query, the ids it names, the hits by session."""
+    form = ctx["form"]
+    page = ctx.get("page")
+    return {
+        "query": form.as_query(),
+        "errors": form.errors,
+        "query_error": ctx.get("query_error"),
+        "ids": [
+            {"kind": j.kind, "id": j.item_id, "url": j.url, "detail": j.detail}
+            for j in ctx["jumps"]
+        ],
+        "index": {"caught_up_at": ctx["caught_up_at"], "not_yet_indexed": ctx["backlog"]},
+        "count": ctx.get("total"),
+        "count_capped": ctx.get("total_capped", False),
+        "next": page.next_cursor if page else None,
+        "groups": [
+            {
+                "session_id": g.session_id,
+                "label": g.label,
+                "persona": g.persona,
+                "hits": [
+                    {
+                        "kind": h.kind,
+                        "id": h.item_id,
+                        "fields": h.fields,
+                        "turn_id": h.turn_id,
+                        "status": h.status,
+                        "turn_status": h.turn_status,
+                        "at": h.at,
+                        "snippet": str(h.snippet),
+                        "url": h.url,
+                    }
+                    for h in g.hits
+                ],
+            }
+            for g in (page.groups if page else [])
+        ],
+    }
