@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from django.db import connections, models, transaction
 
-from ledgerweb import sqlite
+from ledgerweb import sqlite, state_db
 from ledgerweb.costs import tier_band_sql
 from ledgerweb.db import LEDGER, ledger_path_of
 from ledgerweb.timestamps import now_ms
@@ -675,6 +675,10 @@ def _live_sql(the_plan: Plan) -> tuple[str, list]:
     return f"({' OR '.join(parts)})", params
 
 
+# PostgreSQL sums BIGINTs as NUMERIC (Decimal in Python): counts stay whole numbers on both.
+_SUM_N = "CAST(sum(n) AS BIGINT)"
+
+
 def facts(scope: Scope, the_plan: Plan, kind: str, bucket_ms: int | None = None) -> list[tuple]:
     """(bucket, source, key, sub, n, total, last) rows of one kind over the scope's window: the
     stored hours' and the live ranges'. A key may appear in several rows: callers sum.
@@ -694,8 +698,8 @@ def facts(scope: Scope, the_plan: Plan, kind: str, bucket_ms: int | None = None)
         size = bucket_ms or 0
         with _stored_facts(
             scope, the_plan, kind,
-            f"""{f"(hour / {size}) * {size}" if size else 0}, source, key, sub, sum(n),
-                sum(total), max(last)""",
+            f"""{f"(hour / {size}) * {size}" if size else 0}, source, key, sub, {_SUM_N},
+                CAST(sum(total) AS BIGINT), max(last)""",
             "GROUP BY 1, 2, 3, 4",
         ) as cursor:  # fmt: skip
             rows.extend(cursor.fetchall())
@@ -716,7 +720,7 @@ def top_keys(scope: Scope, the_plan: Plan, kind: str, limit: int) -> dict[object
     if the_plan.stored:
         need = limit + len(live)
         with _stored_facts(
-            scope, the_plan, kind, "key, sum(n)", "GROUP BY key ORDER BY 2 DESC"
+            scope, the_plan, kind, f"key, {_SUM_N}", "GROUP BY key ORDER BY 2 DESC"
         ) as cursor:  # fmt: skip
             lowest = 0
             for key, total in cursor:
@@ -727,7 +731,7 @@ def top_keys(scope: Scope, the_plan: Plan, kind: str, limit: int) -> dict[object
         if missing:  # live keys whose stored totals the cut left out
             keys, key_params = _key_in(missing)
             with _stored_facts(
-                scope, the_plan, kind, "key, sum(n)", f"AND {keys} GROUP BY key", key_params,
+                scope, the_plan, kind, f"key, {_SUM_N}", f"AND {keys} GROUP BY key", key_params,
             ) as cursor:  # fmt: skip
                 stored.update(cursor.fetchall())
     totals = {k: stored.get(k, 0) + sum(live[k].values()) for k in stored.keys() | live.keys()}
@@ -736,7 +740,7 @@ def top_keys(scope: Scope, the_plan: Plan, kind: str, limit: int) -> dict[object
     if the_plan.stored and top:
         keys, key_params = _key_in(top)
         with _stored_facts(
-            scope, the_plan, kind, "key, sub, sum(n)", f"AND {keys} GROUP BY 1, 2", key_params,
+            scope, the_plan, kind, f"key, sub, {_SUM_N}", f"AND {keys} GROUP BY 1, 2", key_params,
         ) as cursor:  # fmt: skip
             for key, sub, n in cursor:
                 result[key][sub] += n
@@ -745,14 +749,14 @@ def top_keys(scope: Scope, the_plan: Plan, kind: str, limit: int) -> dict[object
 
 def _key_in(keys: list) -> tuple[str, list]:
     """SQL selecting stored facts whose key is one of `keys`, None (NULL) included."""
-    values, params = sqlite.in_list([key for key in keys if key is not None])
+    values, params = state_db.in_list([key for key in keys if key is not None])
     return f"(key IN {values}{' OR key IS NULL' if None in keys else ''})", params
 
 
 @contextmanager
 def _stored_facts(scope: Scope, the_plan: Plan, kind: str, select: str, tail: str, params=()):
     """A cursor over one kind's stored facts of the plan's hours, for the scope's filters."""
-    hours, hour_params = sqlite.in_list(the_plan.stored)
+    hours, hour_params = state_db.in_list(the_plan.stored)
     filters, filter_params = _store_filters(scope)
     with connections["default"].cursor() as cursor:
         cursor.execute(
@@ -774,7 +778,7 @@ def timing_distributions(scope: Scope, the_plan: Plan) -> dict[str, tuple[np.nda
             parts[stage][0].append(values)
             parts[stage][1].append(counts)
     if the_plan.stored:
-        hours, hour_params = sqlite.in_list(the_plan.stored)
+        hours, hour_params = state_db.in_list(the_plan.stored)
         filters, filter_params = _store_filters(scope)
         with connections["default"].cursor() as cursor:
             cursor.execute(
