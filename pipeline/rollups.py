@@ -548,7 +548,32 @@ def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 def build_hour(key: str, hour: int, expected: int, digest: float) -> bool:
     """Compute and store the facts of one hour's settled rows with its fingerprints; False
-    (nothing stored) when the rows are not those the census saw (the ledger moved in between)."""
+    (nothing stored) when the rows are not those the census saw (the ledger moved in between).
+
+    On PostgreSQL, where several hosts share the stored hours, an hour is built by one process
+    at a time: the builder holds a lock on it in the database (an advisory lock, for its
+    transaction). Another finding it taken builds nothing (False: the hour is read live, and
+    built or found stored later); one that gets it after a build finds that build stored.
+    SQLite, one machine, keeps writing whole hours in one transaction of its own."""
+    if not state_db.on_postgres():
+        return _build_hour(key, hour, expected, digest)
+    with transaction.atomic(using="default"), connections["default"].cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [_lock_space(key), hour // HOUR])
+        if not cursor.fetchone()[0]:
+            return False
+        if RollupHour.objects.filter(
+            ledger=key, hour=hour, requests=expected, rows_digest=digest
+        ).exists():
+            return True  # built by another process since this one's plan looked
+        return _build_hour(key, hour, expected, digest)
+
+
+def _lock_space(key: str) -> int:
+    """A ledger's key as the first int4 of its hours' advisory locks."""
+    return zlib.crc32(key.encode()) - (1 << 31)
+
+
+def _build_hour(key: str, hour: int, expected: int, digest: float) -> bool:
     where = "started_at >= %s AND started_at < %s AND status IS NOT 'processing'"
     params = [hour, hour + HOUR]
     with transaction.atomic(using=LEDGER):  # one snapshot: the facts and their fingerprints
