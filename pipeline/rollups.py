@@ -265,6 +265,16 @@ def ledger_key() -> str:
     newest = _newest_request()
     if newest is None:  # no request to recognise it by: only the per-hour checks judge its hours
         return f"unanchored:{path}"
+    key = _recognised_key(path, newest)
+    if key is not None:
+        return key
+    # Hosts sharing a PostgreSQL meet a new ledger at the same moment: one names it (under a
+    # lock on its path), the others then recognise it, so its hours are built under one key.
+    with _one_at_a_time(f"ledger:{path}"):
+        return _recognised_key(path, newest) or _new_key(path, newest)
+
+
+def _recognised_key(path: str, newest: tuple[str, int]) -> str | None:
     now = now_ms()
     for known in RollupLedger.objects.filter(path=path).order_by("-seen_at", "id"):
         if sqlite.rows(
@@ -277,6 +287,11 @@ def ledger_key() -> str:
                 known.save(update_fields=["anchor_id", "anchor_started_at", "seen_at"])
                 _forget_stale_ledgers(path, now)
             return known.key
+    return None
+
+
+def _new_key(path: str, newest: tuple[str, int]) -> str:
+    now = now_ms()
     anchor_id, anchor_started_at = newest
     known = RollupLedger.objects.create(
         key=uuid.uuid4().hex, path=path, anchor_id=anchor_id,
@@ -571,6 +586,18 @@ def build_hour(key: str, hour: int, expected: int, digest: float) -> bool:
 def _lock_space(key: str) -> int:
     """A ledger's key as the first int4 of its hours' advisory locks."""
     return zlib.crc32(key.encode()) - (1 << 31)
+
+
+@contextmanager
+def _one_at_a_time(name: str):
+    """On PostgreSQL, a transaction holding an advisory lock on `name`: processes of every host
+    take turns. SQLite's write transactions already take turns (IMMEDIATE)."""
+    if not state_db.on_postgres():
+        yield
+        return
+    with transaction.atomic(using="default"), connections["default"].cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, 0)", [_lock_space(name)])
+        yield
 
 
 def _build_hour(key: str, hour: int, expected: int, digest: float) -> bool:

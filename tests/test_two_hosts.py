@@ -8,10 +8,13 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from itertools import count
 from pathlib import Path
@@ -220,3 +223,72 @@ def test_two_summarisers_started_at_once_build_each_hour_once(site, postgres):
     # one after the other, shows in the builds.
     assert not any("Summarising stopped" in output for output in outputs), outputs
     assert builds(postgres, name) == (HOURS, 0)
+
+
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_two_hosts_meeting_a_new_ledger_at_once_name_it_once(ledger, monkeypatch):
+    """Two processes (threads here, each with its own connection) see a new ledger at the same
+    moment: one names it, the other recognises that name, so its hours are never stored twice
+    under two names."""
+    from django.db import connection, connections
+
+    from pipeline import rollups
+    from pipeline.models import RollupLedger
+
+    if connection.vendor != "postgresql":
+        pytest.skip("hosts share ledgerweb's database only on PostgreSQL (--django-db=postgres)")
+    ledger.request(started_at=now_ms() - 3 * H)
+    naming = threading.Barrier(2)
+    real_uuid4 = uuid.uuid4
+
+    def slow_uuid4():  # the moment between "not known" and "named" made long enough to meet
+        time.sleep(0.5)
+        return real_uuid4()
+
+    monkeypatch.setattr(rollups.uuid, "uuid4", slow_uuid4)
+
+    def look() -> str:
+        try:
+            naming.wait()
+            return rollups.ledger_key()
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(2) as pool:
+        keys = list(pool.map(lambda _: look(), range(2)))
+    assert keys[0] == keys[1]
+    assert RollupLedger.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_two_hosts_charting_the_same_hours_at_once_build_each_hour_once(ledger, monkeypatch):
+    from django.db import connection, connections
+
+    from pipeline import rollups
+
+    if connection.vendor != "postgresql":
+        pytest.skip("hosts share ledgerweb's database only on PostgreSQL (--django-db=postgres)")
+    first = (now_ms() - 8 * H) // H * H
+    for hour in range(6):
+        for minute in range(5):
+            ledger.request(started_at=first + hour * H + minute * 60_000)
+    built, real_build = [], rollups._build_hour
+
+    def slow_build(key, hour, *args):  # an hour long enough to build for the other to meet it
+        built.append(hour)
+        time.sleep(0.2)
+        return real_build(key, hour, *args)
+
+    monkeypatch.setattr(rollups, "_build_hour", slow_build)
+    charting = threading.Barrier(2)
+
+    def chart() -> None:
+        try:
+            charting.wait()
+            rollups.plan(first, first + 6 * H, budget_s=60)
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda _: chart(), range(2)))  # (an error in either is raised here)
+    assert sorted(built) == [first + hour * H for hour in range(6)]
