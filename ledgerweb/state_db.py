@@ -62,7 +62,9 @@ def postgres_database(url: str) -> dict:
         )
     timeouts = f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c lock_timeout={LOCK_TIMEOUT_MS}"
     options = config.setdefault("OPTIONS", {})
-    options["options"] = f"{options['options']} {timeouts}" if "options" in options else timeouts
+    # The URL's own options come last: `?options=-c%20statement_timeout%3D0` lifts the limit
+    # (for a long migration, say).
+    options["options"] = f"{timeouts} {options['options']}" if "options" in options else timeouts
     return config
 
 

@@ -38,7 +38,8 @@ def test_options_in_the_url_are_kept_beside_the_time_limits():
     )
     assert result.returncode == 0, result.stderr
     assert "'sslmode': 'require'" in result.stdout
-    assert "-c search_path=web -c statement_timeout=10000" in result.stdout
+    # The URL's options come after the limits, so that a URL can lift them.
+    assert "-c lock_timeout=5000 -c search_path=web" in result.stdout
 
 
 def test_a_sqlite_path_keeps_its_sqlite_options(tmp_path):
