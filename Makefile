@@ -25,7 +25,7 @@ export DJANGO_DB ?= $(CURDIR)/var/django.sqlite3
 help:
 	@echo "make demo   set up, build the demo ledger, serve it on http://$(HOST):$(PORT)"
 	@echo "make serve  set up and serve LEDGER_DB (default: the demo ledger)"
-	@echo "make test   set up and run every test"
+	@echo "make test   set up and run every test (the Django-state ones again on PostgreSQL)"
 	@echo "make lint   ruff"
 	@echo "make soak   a live writer and browsing clients through gunicorn (a few minutes)"
 	@echo "make bench  every page on a 1M-row ledger against the raw SQL and Datasette (< 30 min)"
@@ -83,8 +83,19 @@ serve: migrate
 	  --bind $(HOST):$(PORT) --workers 2 --access-logfile - --timeout 30; \
 	status=$$?; kill $$summariser 2>/dev/null; exit $$status
 
+# The tests of what ledgerweb keeps in its own database (rollups, charts, search, admin, sign-in
+# and lockouts, health, overview) run a second time with that database on a throwaway
+# PostgreSQL (issue 19); the ledger stays SQLite for this pass.
+DJANGO_STATE_TESTS := tests/test_state_db.py tests/test_rollups.py tests/test_summariser.py \
+	tests/test_pipeline_charts.py tests/test_overview.py tests/test_search.py \
+	tests/test_search_index.py tests/test_admin.py tests/test_login_required.py \
+	tests/test_security.py tests/test_health.py \
+	tests/test_two_hosts.py::test_two_hosts_meeting_a_new_ledger_at_once_name_it_once \
+	tests/test_two_hosts.py::test_two_hosts_charting_the_same_hours_at_once_build_each_hour_once
+
 test: setup browser postgres
 	$(BIN)/pytest
+	$(BIN)/pytest --django-db=postgres $(DJANGO_STATE_TESTS)
 
 # A live writer and browsing clients through gunicorn, in WAL then rollback-journal mode (each
 # phase SOAK_SECONDS long); SOAK_ARGS=--write-doc records the figures in docs/benchmarks.md.

@@ -8,7 +8,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
-from ledgerweb.db import CONN_MAX_AGE_S, ledger_databases
+from ledgerweb.db import ledger_databases
 from ledgerweb.env import (
     env_bool,
     env_int,
@@ -19,6 +19,7 @@ from ledgerweb.env import (
     env_str,
 )
 from ledgerweb.prices import parse_price_overrides
+from ledgerweb.state_db import is_url, state_database
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -43,11 +44,17 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 LEDGER_DB = env_path("LEDGER_DB", VAR_DIR / "demo-ledger.sqlite3")
-DJANGO_DB = env_path("DJANGO_DB", VAR_DIR / "django.sqlite3")
+# ledgerweb's own database: a SQLite file's path, or a PostgreSQL URL (ledgerweb/state_db.py).
+DJANGO_DB = env_str("DJANGO_DB").strip()
 # Held by the background summariser (ledger_rollup --follow) while it runs: pages then leave
-# the building of chart hours to it (pipeline/summariser.py).
+# the building of chart hours to it (pipeline/summariser.py). On PostgreSQL the summariser
+# holds a lock in the database instead, which every host sharing it sees.
+_state_file = env_path("DJANGO_DB", VAR_DIR / "django.sqlite3") if not is_url(DJANGO_DB) else None
 SUMMARISER_LOCK = env_path(
-    "SUMMARISER_LOCK", DJANGO_DB.with_name(DJANGO_DB.name + ".summariser.lock")
+    "SUMMARISER_LOCK",
+    _state_file.with_name(_state_file.name + ".summariser.lock")
+    if _state_file
+    else VAR_DIR / "summariser.lock",
 )
 # Every query on the read-only ledger connection is stopped after this long (milliseconds).
 LEDGER_QUERY_TIMEOUT_MS = env_int("LEDGER_QUERY_TIMEOUT_MS", 2000, minimum=1)
@@ -123,21 +130,7 @@ TEMPLATES = [
 ]
 
 DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": DJANGO_DB,
-        # gunicorn workers write sessions concurrently: wait for a lock rather than fail. A
-        # transaction takes its write lock when it begins (IMMEDIATE): a deferred one that read
-        # first and then writes fails at once with "database is locked", whatever the timeout,
-        # when another worker committed in between (SQLite cannot wait on a stale snapshot).
-        "OPTIONS": {
-            "timeout": 5,
-            "init_command": "PRAGMA journal_mode = WAL",
-            "transaction_mode": "IMMEDIATE",
-        },
-        "CONN_MAX_AGE": CONN_MAX_AGE_S,
-        "CONN_HEALTH_CHECKS": True,
-    },
+    "default": state_database(DJANGO_DB, VAR_DIR / "django.sqlite3"),
     **ledger_databases(LEDGER_DB),
 }
 DATABASE_ROUTERS = ["ledgerweb.db.LedgerRouter"]

@@ -33,7 +33,7 @@ import numpy as np
 from django.db import connections, models, transaction
 
 from ledgerfacts.timestamps import now_ms
-from ledgerweb import sqlite
+from ledgerweb import sqlite, state_db
 from ledgerweb.costs import tier_band_sql
 from ledgerweb.db import LEDGER, ledger_path_of
 from pipeline.costs import usable_tokens_sql
@@ -265,6 +265,16 @@ def ledger_key() -> str:
     newest = _newest_request()
     if newest is None:  # no request to recognise it by: only the per-hour checks judge its hours
         return f"unanchored:{path}"
+    key = _recognised_key(path, newest)
+    if key is not None:
+        return key
+    # Hosts sharing a PostgreSQL meet a new ledger at the same moment: one names it (under a
+    # lock on its path), the others then recognise it, so its hours are built under one key.
+    with _one_at_a_time(f"ledger:{path}"):
+        return _recognised_key(path, newest) or _new_key(path, newest)
+
+
+def _recognised_key(path: str, newest: tuple[str, int]) -> str | None:
     now = now_ms()
     for known in RollupLedger.objects.filter(path=path).order_by("-seen_at", "id"):
         if sqlite.rows(
@@ -277,6 +287,11 @@ def ledger_key() -> str:
                 known.save(update_fields=["anchor_id", "anchor_started_at", "seen_at"])
                 _forget_stale_ledgers(path, now)
             return known.key
+    return None
+
+
+def _new_key(path: str, newest: tuple[str, int]) -> str:
+    now = now_ms()
     anchor_id, anchor_started_at = newest
     known = RollupLedger.objects.create(
         key=uuid.uuid4().hex, path=path, anchor_id=anchor_id,
@@ -548,7 +563,44 @@ def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 def build_hour(key: str, hour: int, expected: int, digest: float) -> bool:
     """Compute and store the facts of one hour's settled rows with its fingerprints; False
-    (nothing stored) when the rows are not those the census saw (the ledger moved in between)."""
+    (nothing stored) when the rows are not those the census saw (the ledger moved in between).
+
+    On PostgreSQL, where several hosts share the stored hours, an hour is built by one process
+    at a time: the builder holds a lock on it in the database (an advisory lock, for its
+    transaction). Another finding it taken builds nothing (False: the hour is read live, and
+    built or found stored later); one that gets it after a build finds that build stored.
+    SQLite, one machine, keeps writing whole hours in one transaction of its own."""
+    if not state_db.on_postgres():
+        return _build_hour(key, hour, expected, digest)
+    with transaction.atomic(using="default"), connections["default"].cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [_lock_space(key), hour // HOUR])
+        if not cursor.fetchone()[0]:
+            return False
+        if RollupHour.objects.filter(
+            ledger=key, hour=hour, requests=expected, rows_digest=digest
+        ).exists():
+            return True  # built by another process since this one's plan looked
+        return _build_hour(key, hour, expected, digest)
+
+
+def _lock_space(key: str) -> int:
+    """A ledger's key as the first int4 of its hours' advisory locks."""
+    return zlib.crc32(key.encode()) - (1 << 31)
+
+
+@contextmanager
+def _one_at_a_time(name: str):
+    """On PostgreSQL, a transaction holding an advisory lock on `name`: processes of every host
+    take turns. SQLite's write transactions already take turns (IMMEDIATE)."""
+    if not state_db.on_postgres():
+        yield
+        return
+    with transaction.atomic(using="default"), connections["default"].cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, 0)", [_lock_space(name)])
+        yield
+
+
+def _build_hour(key: str, hour: int, expected: int, digest: float) -> bool:
     where = "started_at >= %s AND started_at < %s AND status IS NOT 'processing'"
     params = [hour, hour + HOUR]
     with transaction.atomic(using=LEDGER):  # one snapshot: the facts and their fingerprints
@@ -675,6 +727,10 @@ def _live_sql(the_plan: Plan) -> tuple[str, list]:
     return f"({' OR '.join(parts)})", params
 
 
+# PostgreSQL sums BIGINTs as NUMERIC (Decimal in Python): counts stay whole numbers on both.
+_SUM_N = "CAST(sum(n) AS BIGINT)"
+
+
 def facts(scope: Scope, the_plan: Plan, kind: str, bucket_ms: int | None = None) -> list[tuple]:
     """(bucket, source, key, sub, n, total, last) rows of one kind over the scope's window: the
     stored hours' and the live ranges'. A key may appear in several rows: callers sum.
@@ -694,8 +750,8 @@ def facts(scope: Scope, the_plan: Plan, kind: str, bucket_ms: int | None = None)
         size = bucket_ms or 0
         with _stored_facts(
             scope, the_plan, kind,
-            f"""{f"(hour / {size}) * {size}" if size else 0}, source, key, sub, sum(n),
-                sum(total), max(last)""",
+            f"""{f"(hour / {size}) * {size}" if size else 0}, source, key, sub, {_SUM_N},
+                CAST(sum(total) AS BIGINT), max(last)""",
             "GROUP BY 1, 2, 3, 4",
         ) as cursor:  # fmt: skip
             rows.extend(cursor.fetchall())
@@ -716,7 +772,7 @@ def top_keys(scope: Scope, the_plan: Plan, kind: str, limit: int) -> dict[object
     if the_plan.stored:
         need = limit + len(live)
         with _stored_facts(
-            scope, the_plan, kind, "key, sum(n)", "GROUP BY key ORDER BY 2 DESC"
+            scope, the_plan, kind, f"key, {_SUM_N}", "GROUP BY key ORDER BY 2 DESC"
         ) as cursor:  # fmt: skip
             lowest = 0
             for key, total in cursor:
@@ -727,7 +783,7 @@ def top_keys(scope: Scope, the_plan: Plan, kind: str, limit: int) -> dict[object
         if missing:  # live keys whose stored totals the cut left out
             keys, key_params = _key_in(missing)
             with _stored_facts(
-                scope, the_plan, kind, "key, sum(n)", f"AND {keys} GROUP BY key", key_params,
+                scope, the_plan, kind, f"key, {_SUM_N}", f"AND {keys} GROUP BY key", key_params,
             ) as cursor:  # fmt: skip
                 stored.update(cursor.fetchall())
     totals = {k: stored.get(k, 0) + sum(live[k].values()) for k in stored.keys() | live.keys()}
@@ -736,7 +792,7 @@ def top_keys(scope: Scope, the_plan: Plan, kind: str, limit: int) -> dict[object
     if the_plan.stored and top:
         keys, key_params = _key_in(top)
         with _stored_facts(
-            scope, the_plan, kind, "key, sub, sum(n)", f"AND {keys} GROUP BY 1, 2", key_params,
+            scope, the_plan, kind, f"key, sub, {_SUM_N}", f"AND {keys} GROUP BY 1, 2", key_params,
         ) as cursor:  # fmt: skip
             for key, sub, n in cursor:
                 result[key][sub] += n
@@ -745,14 +801,14 @@ def top_keys(scope: Scope, the_plan: Plan, kind: str, limit: int) -> dict[object
 
 def _key_in(keys: list) -> tuple[str, list]:
     """SQL selecting stored facts whose key is one of `keys`, None (NULL) included."""
-    values, params = sqlite.in_list([key for key in keys if key is not None])
+    values, params = state_db.in_list([key for key in keys if key is not None])
     return f"(key IN {values}{' OR key IS NULL' if None in keys else ''})", params
 
 
 @contextmanager
 def _stored_facts(scope: Scope, the_plan: Plan, kind: str, select: str, tail: str, params=()):
     """A cursor over one kind's stored facts of the plan's hours, for the scope's filters."""
-    hours, hour_params = sqlite.in_list(the_plan.stored)
+    hours, hour_params = state_db.in_list(the_plan.stored)
     filters, filter_params = _store_filters(scope)
     with connections["default"].cursor() as cursor:
         cursor.execute(
@@ -774,7 +830,7 @@ def timing_distributions(scope: Scope, the_plan: Plan) -> dict[str, tuple[np.nda
             parts[stage][0].append(values)
             parts[stage][1].append(counts)
     if the_plan.stored:
-        hours, hour_params = sqlite.in_list(the_plan.stored)
+        hours, hour_params = state_db.in_list(the_plan.stored)
         filters, filter_params = _store_filters(scope)
         with connections["default"].cursor() as cursor:
             cursor.execute(

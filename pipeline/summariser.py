@@ -6,6 +6,10 @@ It holds an exclusive lock on a file (settings.SUMMARISER_LOCK) while it runs: a
 started by mistake waits for the first to end, and pages see that the hours are being built
 for them. The operating system drops the lock when the process dies, so a crash never leaves a
 stale "running" behind.
+
+When ledgerweb's own database is PostgreSQL (several web hosts share it), the lock is an
+advisory lock in that database instead, held by a connection of the summariser's own: every
+host sees it, and the server drops it when that connection ends.
 """
 
 import fcntl
@@ -14,12 +18,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from django.conf import settings
+from django.db import connections
+
+from ledgerweb.state_db import on_postgres
+
+# The advisory lock's key on PostgreSQL (one bigint; any number no other code of ours uses).
+ADVISORY_KEY = 19_0001
 
 
 @contextmanager
 def holding_lock(wait: bool = True) -> Iterator[bool]:
     """Hold the summariser's lock while inside; yields False (lock not held) when another
     process holds it and `wait` is False."""
+    if on_postgres():
+        with _holding_advisory_lock(wait) as held:
+            yield held
+        return
     path = settings.SUMMARISER_LOCK
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -34,8 +48,33 @@ def holding_lock(wait: bool = True) -> Iterator[bool]:
         os.close(fd)  # closing releases the lock
 
 
+@contextmanager
+def _holding_advisory_lock(wait: bool) -> Iterator[bool]:
+    database = connections["default"]
+    conn = database.get_new_connection(database.get_connection_params())
+    try:
+        conn.autocommit = True
+        if wait:  # as long as it takes, not the statement time limit pages have
+            conn.execute("SET statement_timeout = 0; SET lock_timeout = 0")
+            conn.execute("SELECT pg_advisory_lock(%s)", [ADVISORY_KEY])
+            yield True
+        else:
+            yield conn.execute("SELECT pg_try_advisory_lock(%s)", [ADVISORY_KEY]).fetchone()[0]
+    finally:
+        conn.close()  # ending the session releases the lock
+
+
 def running() -> bool:
     """Whether a summariser holds the lock now (a probe: takes and drops it when free)."""
+    if on_postgres():
+        with connections["default"].cursor() as cursor:
+            cursor.execute(
+                """SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+                   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                   AND classid = 0 AND objid = %s AND objsubid = 1)""",
+                [ADVISORY_KEY],
+            )
+            return cursor.fetchone()[0]
     if not settings.SUMMARISER_LOCK.exists():
         return False
     with holding_lock(wait=False) as free:

@@ -12,8 +12,9 @@ An item's id is its time: (Unix ms << 20) + a serial. So "newest first" and a ti
 walk of the FTS index in rowid order, which FTS5 does without sorting, and the id of the last
 hit shown is the cursor of the next page.
 
-A PostgreSQL twin would keep this interface (create, add, forget, search, count) over a
-tsvector column with a GIN index.
+When ledgerweb's own database is PostgreSQL, the same interface runs on its full-text search
+(a tsvector column with a GIN index): engine_postgres.py, to which the functions below hand the
+parts that differ.
 """
 
 import sqlite3
@@ -22,6 +23,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.db import connection
+
+from ledgerweb.state_db import on_postgres
+from search import engine_postgres
 
 # Letters, digits and '_' make a token: session_fork and run_terminal_command_v2 are one word
 # each, file paths are their parts. Case and diacritics are folded.
@@ -71,11 +75,17 @@ class Doc:
 
 
 def create_tables(cursor) -> None:
+    if cursor.db.vendor == "postgresql":
+        engine_postgres.create_tables(cursor)
+        return
     for sql in TABLES:
         cursor.execute(sql)
 
 
 def clear() -> None:
+    if on_postgres():
+        engine_postgres.clear()
+        return
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM search_row")
         cursor.execute("DELETE FROM search_item")
@@ -125,6 +135,9 @@ def add(docs: list[Doc]) -> None:
             "channel, open) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
             rows,
         )
+        if on_postgres():
+            engine_postgres.insert_items(cursor, items, texts)
+            return
         cursor.executemany(
             "INSERT INTO search_item (id, row, field, chunk) VALUES (%s, %s, %s, %s)", items
         )
@@ -144,6 +157,8 @@ def forget(kind: str, item_ids: list[str]) -> None:
                 f"DELETE FROM search_row WHERE open = 1 AND kind = %s AND item_id IN ({marks})",
                 [kind, *part],
             )
+        if on_postgres():
+            engine_postgres.forget_items(cursor)
 
 
 def open_items(limit: int) -> list[tuple[str, str]]:
@@ -165,15 +180,20 @@ class Filters:
 
 
 def _where(match: str, filters: Filters, before: int | None) -> tuple[str, list]:
-    clauses, params = ["search_text MATCH %s"], [match]
+    if on_postgres():
+        match_sql, item_id = engine_postgres.MATCH_SQL, engine_postgres.ID_COLUMN
+        match = engine_postgres.tsquery(match)
+    else:
+        match_sql, item_id = "search_text MATCH %s", ITEM_ID
+    clauses, params = [match_sql], [match]
     upper = first_id(filters.until_ms) if filters.until_ms is not None else None
     if before is not None:
         upper = before if upper is None else min(upper, before)
     if upper is not None:
-        clauses.append("search_text.rowid < %s")
+        clauses.append(f"{item_id} < %s")
         params.append(upper)
     if filters.since_ms is not None:
-        clauses.append("search_text.rowid >= %s")
+        clauses.append(f"{item_id} >= %s")
         params.append(first_id(filters.since_ms))
     if filters.kinds:
         clauses.append(f"r.kind IN ({', '.join(['%s'] * len(filters.kinds))})")
@@ -185,6 +205,7 @@ def _where(match: str, filters: Filters, before: int | None) -> tuple[str, list]
     return " AND ".join(clauses), params
 
 
+ITEM_ID = "search_text.rowid"
 HIT_COLUMNS = "i.id, r.kind, r.item_id, i.field, i.chunk, r.session_id, r.turn_id, r.status"
 # The items a search matches, with their rows (an item whose row was forgotten drops out).
 MATCHED = (
@@ -192,35 +213,43 @@ MATCHED = (
 )
 
 
+def _matched() -> tuple[str, str]:
+    """The FROM clause of matched items with their rows, and the items' id (time) column."""
+    if on_postgres():
+        return engine_postgres.MATCHED, engine_postgres.ID_COLUMN
+    return MATCHED, ITEM_ID
+
+
 def search(match: str, filters: Filters, before: int | None, limit: int) -> list[tuple]:
     """The newest `limit` hits older than the id `before`: rows of HIT_COLUMNS."""
     where, params = _where(match, filters, before)
-    sql = (
-        f"SELECT {HIT_COLUMNS} FROM {MATCHED} WHERE {where} "
-        "ORDER BY search_text.rowid DESC LIMIT %s"
-    )
+    matched, item_id = _matched()
+    sql = f"SELECT {HIT_COLUMNS} FROM {matched} WHERE {where} ORDER BY {item_id} DESC LIMIT %s"
     return _run(sql, [*params, limit])
 
 
 def count(match: str, filters: Filters, cap: int) -> int:
     """How many hits, counting at most cap + 1."""
     where, params = _where(match, filters, None)
-    sql = f"SELECT count(*) FROM (SELECT 1 FROM {MATCHED} WHERE {where} LIMIT %s)"
+    sql = f"SELECT count(*) FROM (SELECT 1 FROM {_matched()[0]} WHERE {where} LIMIT %s) hits"
     return _run(sql, [*params, cap + 1])[0][0]
 
 
 def turn_ids(match: str, filters: Filters, limit: int) -> list[str]:
     """The turns (oldest first) whose messages, tool calls or requests match: find in a session."""
     where, params = _where(match, filters, None)
+    matched, item_id = _matched()
     sql = (
-        f"SELECT turn_id FROM (SELECT r.turn_id, min(search_text.rowid) AS first FROM {MATCHED} "
-        f"WHERE {where} AND r.turn_id IS NOT NULL GROUP BY r.turn_id LIMIT %s) ORDER BY first"
+        f"SELECT turn_id FROM (SELECT r.turn_id, min({item_id}) AS first FROM {matched} "
+        f"WHERE {where} AND r.turn_id IS NOT NULL GROUP BY r.turn_id LIMIT %s) turns ORDER BY first"
     )
     return [row[0] for row in _run(sql, [*params, limit])]
 
 
 def size_bytes() -> int:
     """The index's size on disk (both tables and their indexes), where SQLite can tell."""
+    if on_postgres():
+        return engine_postgres.size_bytes()
     try:
         rows = _run("SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'search\\_%' ESCAPE '\\'", [])
     except sqlite3.Error:
@@ -235,6 +264,8 @@ PROGRESS_STEPS = 1000
 
 
 def _run(sql: str, params: list) -> list[tuple]:
+    if on_postgres():
+        return engine_postgres.run(sql, params, QUERY_LIMIT_S, QueryTooSlow, QueryNotUnderstood)
     with connection.cursor() as cursor, _time_limit(QUERY_LIMIT_S):
         try:
             cursor.execute(sql, params)

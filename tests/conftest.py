@@ -9,6 +9,7 @@ Within one test the read-only alias sits in the test's transaction: its snapshot
 first query, so a test builds all its rows before its first request.
 """
 
+import os
 import shutil
 import sqlite3
 import tempfile
@@ -18,12 +19,26 @@ from pathlib import Path
 import pytest
 from builders import LedgerBuilder, use_ledger
 from django.test import TestCase
+from postgres_server import PostgresServer
 
 from ledgerfacts import schema
 from ledgerweb.db import LEDGER, LEDGER_ALIASES
+from ledgerweb.state_db import postgres_database
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--django-db",
+        choices=("sqlite", "postgres"),
+        default=os.getenv("LEDGERWEB_TEST_DJANGO_DB", "sqlite"),
+        help="ledgerweb's own database in the tests: a SQLite file (default) or a throwaway "
+        "PostgreSQL started for the run (env LEDGERWEB_TEST_DJANGO_DB). The ledger stays SQLite.",
+    )
 
 
 def pytest_configure(config):
+    if config.getoption("--django-db") == "postgres":
+        config.stash[_postgres_key] = use_throwaway_postgres()
     folder = Path(tempfile.mkdtemp(prefix="ledgerweb-tests-"))
     template = folder / "template.sqlite3"
     schema.create_ledger(template)
@@ -33,6 +48,8 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
+    if _postgres_key in config.stash:
+        config.stash[_postgres_key].stop()
     shutil.rmtree(config.stash[_folder_key], ignore_errors=True)
 
 
@@ -47,6 +64,24 @@ def pytest_runtest_setup(item):
 
 
 _folder_key = pytest.StashKey[Path]()
+_postgres_key = pytest.StashKey[PostgresServer]()
+
+
+def use_throwaway_postgres() -> PostgresServer:
+    """Start a PostgreSQL for this run and make it Django's default database (pytest-django
+    creates its test database there). Runs before any connection is opened."""
+    from django.conf import settings
+    from django.db import connections
+
+    server = PostgresServer().start()
+    settings.DATABASES["default"].clear()
+    settings.DATABASES["default"].update(postgres_database(server.url("ledgerweb")))
+    settings.DATABASES["default"]["TEST"] = {"NAME": "ledgerweb_test"}
+    connections.configure_settings(settings.DATABASES)  # fills in the defaults again
+    del connections["default"]  # built with the SQLite settings if anything touched it
+    return server
+
+
 _serial = count()
 
 
@@ -72,6 +107,17 @@ def django_db_setup(django_test_environment, django_db_blocker):
     yield
     with django_db_blocker.unblock():
         teardown_databases(old_config, verbosity=0)
+
+
+@pytest.fixture(scope="session")
+def postgres(request) -> PostgresServer:
+    """A throwaway PostgreSQL for tests that need one: the run's own with --django-db=postgres,
+    else one started for the session (a few seconds) and stopped at its end."""
+    if _postgres_key in request.config.stash:
+        return request.config.stash[_postgres_key]
+    server = PostgresServer().start()
+    request.addfinalizer(server.stop)
+    return server
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@ from django.db import migrations, models
 
 
 def create_index_tables(apps, schema_editor):
-    # FTS5 exists only on SQLite; another engine would create its own tables here.
-    if schema_editor.connection.vendor == "sqlite":
+    # FTS5 on SQLite, full-text search on PostgreSQL (engine_postgres.py); nothing elsewhere.
+    if schema_editor.connection.vendor in ("sqlite", "postgresql"):
         from search import engine
 
         with schema_editor.connection.cursor() as cursor:
@@ -11,7 +11,7 @@ def create_index_tables(apps, schema_editor):
 
 
 def drop_index_tables(apps, schema_editor):
-    if schema_editor.connection.vendor == "sqlite":
+    if schema_editor.connection.vendor in ("sqlite", "postgresql"):
         with schema_editor.connection.cursor() as cursor:
             cursor.execute("DROP TABLE IF EXISTS search_text")
             cursor.execute("DROP TABLE IF EXISTS search_item")
