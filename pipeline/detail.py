@@ -69,6 +69,7 @@ class RequestDetail:
     snapshot: JsonText
     signature: str = ""
     similar: sqlite.CappedCount | None = None
+    similar_not_searched: str = ""  # hours the similar failures' search left out, in words
     same_event: list[NexusRequest] = field(default_factory=list)
     same_principal: list[NexusRequest] = field(default_factory=list)
     same_session: list[NexusRequest] = field(default_factory=list)
@@ -204,6 +205,7 @@ def count_similar(detail: RequestDetail) -> None:
     if detail.request.status == "failed":
         similar = RequestFilters.from_query(similar_query(detail))
         detail.similar = capped(similar.queryset(), SIMILAR_CAP)
+        detail.similar_not_searched = similar.signature_search.note
 
 
 def similar_query(detail: RequestDetail) -> dict[str, str]:

@@ -38,7 +38,13 @@ from ledgerweb.db import LEDGER, ledger_path_of
 from ledgerweb.timestamps import now_ms
 from pipeline.costs import usable_tokens_sql
 from pipeline.flags import HANDLED_BY, flag_state
-from pipeline.models import RollupFact, RollupHour, RollupLedger, RollupTimings
+from pipeline.models import (
+    FailureSignature,
+    RollupFact,
+    RollupHour,
+    RollupLedger,
+    RollupTimings,
+)
 from pipeline.signatures import SQL_FUNCTION
 
 HOUR = 3_600_000
@@ -114,6 +120,9 @@ TIMINGS = f"""SELECT {_COLUMNS}, item.key, item.value, count(*)
     WHERE {{where}} AND item.type IN ('integer', 'real') AND item.value >= 0
       AND item.value < {MAX_STAGE_MS}
     GROUP BY 1, 2, 3, 4, 5"""
+# Each failed row's signature, kept for "similar failures" (pipeline/signature_search.py).
+FAILURE_SIGNATURES = f"""SELECT rowid, {SQL_FUNCTION}(error_message) FROM nexus_requests
+    WHERE {{where}} AND +status = 'failed'"""
 # Every column FACTS and TIMINGS read (and hooks_context, where the runtime names the hook that
 # handled a request): an hour's content checksum covers these, each with its type (quote() tells
 # 12 from 12.0, '12' and NULL), so any edit that can move a figure moves it. (tests/test_rollups.py
@@ -305,7 +314,7 @@ def _forget_stale_ledgers(path: str, now: int) -> None:
     for key in list(stale.values_list("key", flat=True)):
         with transaction.atomic(using="default"):
             left = False
-            for model in (RollupFact, RollupTimings, RollupHour):
+            for model in (RollupFact, RollupTimings, FailureSignature, RollupHour):
                 batch = model.objects.filter(ledger=key).values("pk")[:FORGET_ROWS]
                 deleted, _ = model.objects.filter(pk__in=batch).delete()
                 left = left or deleted == FORGET_ROWS
@@ -559,11 +568,16 @@ def build_hour(key: str, hour: int, expected: int, digest: float) -> bool:
         if json.loads(fingerprint)[1] != digest:
             return False
         timings = _raw_timings(where, params)
+        signatures = sqlite.rows(FAILURE_SIGNATURES.format(where=where), params)
         content = content_checksums([hour])[hour]
     with transaction.atomic(using="default"):
-        RollupHour.objects.filter(ledger=key, hour=hour).delete()
-        RollupFact.objects.filter(ledger=key, hour=hour).delete()
-        RollupTimings.objects.filter(ledger=key, hour=hour).delete()
+        for model in (RollupHour, RollupFact, RollupTimings, FailureSignature):
+            model.objects.filter(ledger=key, hour=hour).delete()
+        _insert(
+            FailureSignature,
+            ("ledger", "hour", "request_rowid", "signature"),
+            ((key, hour, rowid, signature) for rowid, signature in signatures),
+        )
         _insert(
             RollupFact,
             ("ledger", "hour", "kind", "combined", "source", "persona", "key", "sub", "n",
