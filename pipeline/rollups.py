@@ -213,6 +213,7 @@ class Plan:
     # and those a bounded plan leaves out: not counted at all (see bounded).
     pending: list[tuple[int, int]] = field(default_factory=list)
     left_out: list[tuple[int, int]] = field(default_factory=list)
+    live_only: bool = False  # every hour read live, stored or not (see live_plan)
 
     @property
     def reads_live(self) -> bool:
@@ -362,6 +363,19 @@ def plan(
 
     head = _plans.get(key, make)
     return head if head_end == until_ms else head.with_live(head_end, until_ms)
+
+
+def live_plan(since_ms: int, until_ms: int) -> Plan:
+    """[since, until) read live whatever is stored (buckets under an hour cannot come from
+    stored hours), its settled hours pending, newest first, so that bounded() can leave the
+    oldest out and say so. The current hour is always read, as in any plan."""
+    settled_end = (now_ms() - SETTLE_MS) // HOUR * HOUR
+    first = since_ms // HOUR * HOUR
+    counts = census(first, min(until_ms, settled_end)) if first < settled_end else {}
+    pending = [(hour, json.loads(fingerprint)[0]) for hour, fingerprint in counts.items()]
+    return Plan(
+        [], [(since_ms, until_ms)], pending=sorted(pending, reverse=True), live_only=True
+    )
 
 
 def _make_plan(
