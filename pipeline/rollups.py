@@ -373,9 +373,7 @@ def live_plan(since_ms: int, until_ms: int) -> Plan:
     first = since_ms // HOUR * HOUR
     counts = census(first, min(until_ms, settled_end)) if first < settled_end else {}
     pending = [(hour, json.loads(fingerprint)[0]) for hour, fingerprint in counts.items()]
-    return Plan(
-        [], [(since_ms, until_ms)], pending=sorted(pending, reverse=True), live_only=True
-    )
+    return Plan([], [(since_ms, until_ms)], pending=sorted(pending, reverse=True), live_only=True)
 
 
 def _make_plan(
