@@ -41,15 +41,25 @@ class SignatureSearch:
 
     def condition(self) -> tuple[str, list]:
         """SQL true for the failed rows with this signature: the stored rowids of summarised
-        hours, the masking function only over the live ranges (CASE: never on other rows)."""
-        ranges = " OR ".join(_range_sql(start, end) for start, end in self.live) or "0"
-        rowids, rowid_params = sqlite.in_list(self.stored_rowids)
-        sql = (
-            f"(status = 'failed' AND CASE WHEN ({ranges}) THEN {SQL_FUNCTION}(error_message) = %s"
-            f" ELSE rowid IN {rowids} END)"
+        hours, or a row of a live range whose message masks to it. An OR of indexed terms
+        (rowids, started_at ranges), so SQLite looks up just those rows; CASE: the masking
+        function never runs outside the live ranges, whatever order SQLite tests terms in."""
+        rowids, sql_params = sqlite.in_list(self.stored_rowids)
+        terms = [f"rowid IN {rowids}"]
+        for start, end in self.live:
+            in_range, bounds = _range_sql(start, end), _range_params(start, end)
+            terms.append(
+                f"({in_range} AND CASE WHEN {in_range} THEN {SQL_FUNCTION}(error_message) = %s END)"
+            )
+            sql_params += [*bounds, *bounds, self.signature]
+        # A subquery of rowids: SQLite then looks the rows up by rowid whatever the list's other
+        # bounds (as plain terms, a window or a page cursor made it walk every row of the window
+        # through the started_at index: seconds).
+        return (
+            "rowid IN (SELECT rowid FROM nexus_requests WHERE +status = 'failed'"
+            f" AND ({' OR '.join(terms)}))",
+            sql_params,
         )
-        bounds = [bound for start, end in self.live for bound in _range_params(start, end)]
-        return sql, [*bounds, self.signature, *rowid_params]
 
     @property
     def note(self) -> str:
