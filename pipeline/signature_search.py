@@ -41,25 +41,23 @@ class SignatureSearch:
 
     def condition(self) -> tuple[str, list]:
         """SQL true for the failed rows with this signature: the stored rowids of summarised
-        hours, or a row of a live range whose message masks to it. An OR of indexed terms
-        (rowids, started_at ranges), so SQLite looks up just those rows; CASE: the masking
-        function never runs outside the live ranges, whatever order SQLite tests terms in."""
-        rowids, sql_params = sqlite.in_list(self.stored_rowids)
-        terms = [f"rowid IN {rowids}"]
+        hours, and the rows of the live ranges whose message masks to it.
+
+        One rowid subquery: SQLite reads the stored rowids straight from the parameter and
+        the live ranges through the started_at index, then looks each row up by rowid, whatever
+        the list's other bounds (as plain terms, a window or a page cursor made it walk every
+        row of the window through the started_at index: seconds). CASE: the masking function
+        runs on the live ranges' failures only, whatever order SQLite tests terms in."""
+        stored, sql_params = sqlite.in_list(self.stored_rowids)
+        parts = [f"SELECT value FROM {stored}"]
         for start, end in self.live:
             in_range, bounds = _range_sql(start, end), _range_params(start, end)
-            terms.append(
-                f"({in_range} AND CASE WHEN {in_range} THEN {SQL_FUNCTION}(error_message) = %s END)"
+            parts.append(
+                f"SELECT rowid FROM nexus_requests WHERE {in_range} AND CASE WHEN {in_range}"
+                f" AND status = 'failed' THEN {SQL_FUNCTION}(error_message) = %s END"
             )
             sql_params += [*bounds, *bounds, self.signature]
-        # A subquery of rowids: SQLite then looks the rows up by rowid whatever the list's other
-        # bounds (as plain terms, a window or a page cursor made it walk every row of the window
-        # through the started_at index: seconds).
-        return (
-            "rowid IN (SELECT rowid FROM nexus_requests WHERE +status = 'failed'"
-            f" AND ({' OR '.join(terms)}))",
-            sql_params,
-        )
+        return f"(+status = 'failed' AND rowid IN ({' UNION ALL '.join(parts)}))", sql_params
 
     @property
     def note(self) -> str:
