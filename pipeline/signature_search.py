@@ -93,24 +93,20 @@ def search(signature: str, since_ms: int | None, until_ms: int | None) -> Signat
     until = OPEN if until_ms is None else until_ms
     the_plan = rollups.plan(since, until, budget_s=0).bounded(LIVE_ROWS)
     not_searched = {hour for hour, _ in the_plan.left_out}
-    rowids_by_hour, cut_at = _stored_rowids(the_plan, signature)
+    stored, cut_at = _stored_rowids(the_plan, signature)
     if cut_at is not None:  # that hour was read in part: it and the older ones are left out
         not_searched |= {hour for hour in the_plan.stored if hour <= cut_at}
-    kept = [rowid for rowids in rowids_by_hour.values() for rowid in rowids]
     # An open end stays open in SQL (_range_sql): text times (odd data) sort after every number.
-    return SignatureSearch(signature, kept, the_plan.live, sorted(not_searched))
+    return SignatureSearch(signature, stored, the_plan.live, sorted(not_searched))
 
 
-def _stored_rowids(
-    the_plan: rollups.Plan, signature: str
-) -> tuple[dict[int, list[int]], int | None]:
-    """The stored rowids of the signature's failures in the plan's trusted hours, by hour, newest
-    first up to MAX_STORED_ROWIDS whole hours, and the hour where they were cut off (None: all
-    read)."""
+def _stored_rowids(the_plan: rollups.Plan, signature: str) -> tuple[list[int], int | None]:
+    """The stored rowids of the signature's failures in the plan's trusted hours, newest hours
+    first, up to MAX_STORED_ROWIDS in whole hours, and the hour where they were cut off (None:
+    all read)."""
     if not the_plan.stored:
-        return {}, None
-    trusted = set(the_plan.stored)
-    found = (
+        return [], None
+    found = list(
         FailureSignature.objects.filter(
             ledger=the_plan.ledger,
             signature=signature,
@@ -120,13 +116,6 @@ def _stored_rowids(
         .order_by("-hour")
         .values_list("hour", "request_rowid")[: MAX_STORED_ROWIDS + 1]
     )
-    by_hour: dict[int, list[int]] = {}
-    read, last_hour = 0, None
-    for hour, rowid in found:
-        read, last_hour = read + 1, hour
-        if hour in trusted:
-            by_hour.setdefault(hour, []).append(rowid)
-    if read <= MAX_STORED_ROWIDS:
-        return by_hour, None
-    by_hour.pop(last_hour, None)
-    return by_hour, last_hour
+    cut_at = found[-1][0] if len(found) > MAX_STORED_ROWIDS else None
+    trusted = set(the_plan.stored) - {cut_at}
+    return [rowid for hour, rowid in found if hour in trusted], cut_at

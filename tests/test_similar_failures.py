@@ -176,3 +176,19 @@ def test_the_queries_of_similar_failures_do_not_grow_with_the_hours(
     sig = signature(None)
     with django_assert_max_num_queries(14):  # 14 hours stored: fewer queries than hours
         listed(viewer_client, similar_query(sig, T0, T0 + 14 * H))
+
+
+def test_a_signature_with_too_many_stored_failures_is_searched_in_its_newest_hours(
+    viewer_client, ledger, monkeypatch
+):
+    hostile_failures(ledger)
+    build_every_hour()
+    monkeypatch.setattr(signature_search, "MAX_STORED_ROWIDS", 10)
+    sig = signature(None)
+    everything = masked_in_python(ledger, sig, T0, T0 + 14 * H)
+
+    ids, page = listed(viewer_client, similar_query(sig, T0, T0 + 14 * H))
+
+    assert "not searched yet" in page["not_searched"]
+    assert 0 < page["count"] == len(ids) <= 10 < len(everything)
+    assert set(ids) <= set(everything)

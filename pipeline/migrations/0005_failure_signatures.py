@@ -28,7 +28,7 @@ class Migration(migrations.Migration):
                 ('signature', models.TextField()),
             ],
             options={
-                'indexes': [models.Index(fields=['ledger', 'signature', 'hour'], name='failure_signature_find'), models.Index(fields=['ledger', 'hour'], name='failure_signature_hour')],
+                'indexes': [models.Index(fields=['ledger', 'signature', 'hour', 'request_rowid'], name='failure_signature_find'), models.Index(fields=['ledger', 'hour'], name='failure_signature_hour')],
             },
         ),
     ]
