@@ -145,19 +145,27 @@ class DashboardFilters:
     def plan(self) -> rollups.Plan:
         return self.plan_for(LIVE_ROWS)
 
-    def summarising(self) -> tuple[int, int]:
-        """(hours summarised, hours to summarise) of the window's whole hours that hold rows.
-        Only looks: the page stays quick."""
-        the_plan = rollups.plan(self.since_ms, self.until_ms, budget_s=0)
+    @cached_property
+    def live_plan(self) -> rollups.Plan:
+        """The window read live, at most LIVE_ROWS rows of its settled hours (the newest): for
+        buckets under an hour, which stored hours cannot fill."""
+        return rollups.live_plan(self.since_ms, self.until_ms).bounded(LIVE_ROWS)
+
+    def plan_for_buckets(self, bucket_ms: int | None) -> rollups.Plan:
+        """The plan a chart's facts in buckets of `bucket_ms` come from (and its note tells)."""
+        return self.live_plan if bucket_ms and bucket_ms % HOUR else self.plan
+
+    def summarising(self, the_plan: rollups.Plan | None = None) -> tuple[int, int]:
+        """(hours summarised, hours to summarise) of the window's whole hours that hold rows,
+        from `the_plan`, or from a plan that only looks (the page stays quick)."""
+        if the_plan is None:
+            the_plan = rollups.plan(self.since_ms, self.until_ms, budget_s=0)
         return len(the_plan.stored), len(the_plan.stored) + len(the_plan.pending)
 
     def facts(self, kind: str, bucket_ms: int | None = None) -> list[tuple]:
         """(bucket, source, key, sub, n, total, last) rows of one kind over the window. Stored
-        hours cannot be cut into smaller buckets: such a chart reads its window live."""
-        the_plan = self.plan
-        if bucket_ms and bucket_ms % HOUR:
-            the_plan = rollups.Plan(stored=[], live=[(self.since_ms, self.until_ms)])
-        return rollups.facts(self.scope, the_plan, kind, bucket_ms)
+        hours cannot be cut into smaller buckets: such a chart reads its window live, bounded."""
+        return rollups.facts(self.scope, self.plan_for_buckets(bucket_ms), kind, bucket_ms)
 
     def list_url(self, since_ms: int | None = None, until_ms: int | None = None, **extra) -> str:
         """The request list selecting exactly the rows of a chart's bar. A column value of ''
@@ -212,6 +220,13 @@ def left_out_note(the_plan: rollups.Plan) -> list[str]:
     hours = sorted(hour for hour, _ in the_plan.left_out)
     rows = sum(rows for _, rows in the_plan.left_out)
     first, last = ms_to_datetime(hours[0]), ms_to_datetime(hours[-1] + HOUR)
+    if the_plan.live_only:
+        return [
+            f"Read live (stored hours cannot fill buckets under an hour), the newest"
+            f" {LIVE_ROWS:,} requests at most. Not counted: {len(hours):,} hours ({rows:,}"
+            f" requests) between {first:%Y-%m-%d %H:%M} and {last:%Y-%m-%d %H:%M} UTC: choose a"
+            " shorter window to see them."
+        ]
     return [
         f"Summarising: {len(the_plan.stored):,} of "
         f"{len(the_plan.stored) + len(the_plan.pending):,} hours. Not counted yet: "
@@ -530,7 +545,7 @@ def throughput(f: DashboardFilters) -> ChartResult:
         "Failure rate: failed requests ÷ all requests of the bucket (still processing included).",
         *_off_axis_note(off_axis),
     ]
-    return ChartResult(data, [figure], notes)
+    return ChartResult(data, [figure], notes, f.plan_for_buckets(size))
 
 
 # -- 3. Failures --------------------------------------------------------------------------------
@@ -782,7 +797,7 @@ def tokens(f: DashboardFilters) -> ChartResult:
                      " whole number (12.5, text): they add no tokens.")  # fmt: skip
     notes += _off_axis_note(off_axis)
     data["unreadable_token_counts"] = unreadable["requests"]
-    return ChartResult(data, [figure], notes)
+    return ChartResult(data, [figure], notes, f.plan_for_buckets(size))
 
 
 # -- 6b. Cost -----------------------------------------------------------------------------------
@@ -901,7 +916,7 @@ def cost(f: DashboardFilters) -> ChartResult:
     hidden = sum(c.unpriced[m] for m in unlisted)
     notes += _rest_note(len(unlisted), "models without a price", f" ({hidden:,} requests)")
     notes += _off_axis_note(c.off_axis)
-    return ChartResult(data, [figure], notes)
+    return ChartResult(data, [figure], notes, f.plan_for_buckets(min(f.bucket_ms, HOUR)))
 
 
 # -- 7. Delivery --------------------------------------------------------------------------------
@@ -982,7 +997,7 @@ def build_chart(chart: Chart, f: DashboardFilters) -> ChartResult:
 def dashboard_data(f: DashboardFilters) -> dict:
     """The dashboard's JSON twin: every chart's data for the same window and filters (a chart
     that ran out of time says so in its place)."""
-    summarised, total = f.summarising()
+    summarised, total = f.summarising(f.whole_plan)  # the charts' own plan: one census
     charts = {}
     for slug, chart in CHARTS.items():
         try:

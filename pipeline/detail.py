@@ -3,8 +3,6 @@ queries."""
 
 from dataclasses import dataclass, field
 
-from django.db.models import Q
-
 from ledgerfacts.timestamps import elapsed_ms, now_ms
 from ledgerweb import sqlite
 from ledgerweb.health import STUCK_AFTER_MS
@@ -22,6 +20,9 @@ SIMILAR_CAP = 100
 RELATED_LIMIT = 10
 # Above this many rows sharing a value, walking the newest rows beats sorting them all.
 RELATED_WALK_ABOVE = 2_000
+RELATED_COLUMNS = (
+    "id", "status", "started_at", "event_source", "event_type", "stage", "error_stage",
+)  # fmt: skip
 
 
 @dataclass
@@ -67,6 +68,7 @@ class RequestDetail:
     snapshot: JsonText
     signature: str = ""
     similar: sqlite.CappedCount | None = None
+    similar_not_searched: str = ""  # hours the similar failures' search left out, in words
     same_event: list[NexusRequest] = field(default_factory=list)
     same_principal: list[NexusRequest] = field(default_factory=list)
     same_session: list[NexusRequest] = field(default_factory=list)
@@ -152,40 +154,52 @@ def _warn_if_stuck(detail: RequestDetail, running_ms: int) -> None:
         )
 
 
-def _related(param: str, value, exclude_id: str) -> list[NexusRequest]:
-    """The newest requests sharing a value; a common value walks started_at (see filters)."""
+# The page's few fixed queries are plain SQL: as ORM querysets (built, compiled, turned into
+# model objects) they cost about as much as the SQL itself (bench/request_page_bench.py).
+def _related(column: str, value, exclude_id: str) -> list[NexusRequest]:
+    """The newest requests sharing a value; a common value walks started_at (`+column`: its
+    own index would read every match and sort them), a rare one uses the column's index."""
     if value in (None, ""):
         return []
-    filters = RequestFilters(exact={param: value})
-    common = capped(filters.queryset(), RELATED_WALK_ABOVE).capped
-    return list(
-        filters.queryset(newest_first_walk=common)
-        .exclude(id=exclude_id)
-        .order_by("-started_at", "-id")
-        .only("id", "status", "started_at", "event_source", "event_type", "stage", "error_stage")[
-            :RELATED_LIMIT
-        ]
+    ((matches,),) = sqlite.rows(
+        f"SELECT count(*) FROM (SELECT 1 FROM nexus_requests WHERE {column} = %s LIMIT %s)",
+        [value, RELATED_WALK_ABOVE + 1],
     )
+    walk = "+" if matches > RELATED_WALK_ABOVE else ""
+    found = sqlite.rows(
+        f"""SELECT {", ".join(RELATED_COLUMNS)} FROM nexus_requests
+            WHERE {walk}{column} = %s AND id IS NOT %s
+            ORDER BY started_at DESC, id DESC LIMIT %s""",
+        [value, exclude_id, RELATED_LIMIT],
+    )
+    return [NexusRequest(**dict(zip(RELATED_COLUMNS, row, strict=True))) for row in found]
+
+
+def _nearest_failure(at: int, request_id: str, later: bool) -> str | None:
+    """The failure just before or after this request, walking started_at outwards from it (the
+    status index would read every failure ever and sort them: +status). The plain range bound
+    keeps SQLite on the started_at index; the OR breaks ties by id."""
+    side, order = (">", "ASC") if later else ("<", "DESC")
+    found = sqlite.rows(
+        f"""SELECT id FROM nexus_requests
+            WHERE +status = 'failed' AND started_at {side}= %s
+              AND (started_at {side} %s OR id {side} %s)
+            ORDER BY started_at {order}, id {order} LIMIT 1""",
+        [at, at, request_id],
+    )
+    return found[0][0] if found else None
 
 
 def _add_context(detail: RequestDetail) -> None:
     r = detail.request
-    detail.same_event = _related("event", r.event_id, r.id)
-    detail.same_principal = _related("principal", r.principal_id, r.id)
+    detail.same_event = _related("event_id", r.event_id, r.id)
+    detail.same_principal = _related("principal_id", r.principal_id, r.id)
     detail.same_session = _related("session_key", r.session_key, r.id)
     if r.status == "failed":
         detail.signature = signature(r.error_message)
     if isinstance(r.started_at, int):
-        # Walk started_at from this request outwards to the nearest failure (the status index
-        # would read every failure ever and sort them). The plain range bound keeps SQLite on
-        # the started_at index; the OR then breaks ties.
-        failures = RequestFilters(exact={"status": "failed"}).queryset(newest_first_walk=True)
-        failures = failures.values_list("id", flat=True)
-        at = r.started_at
-        earlier = failures.filter(started_at__lte=at).filter(Q(started_at__lt=at) | Q(id__lt=r.id))
-        later = failures.filter(started_at__gte=at).filter(Q(started_at__gt=at) | Q(id__gt=r.id))
-        detail.previous_failure = earlier.order_by("-started_at", "-id").first()
-        detail.next_failure = later.order_by("started_at", "id").first()
+        detail.previous_failure = _nearest_failure(r.started_at, r.id, later=False)
+        detail.next_failure = _nearest_failure(r.started_at, r.id, later=True)
     if r.turn_id:
         # The pipeline links to the sessions area by URL only; it needs the turn's session id.
         if "turns" in sqlite.table_names():
@@ -200,6 +214,7 @@ def count_similar(detail: RequestDetail) -> None:
     if detail.request.status == "failed":
         similar = RequestFilters.from_query(similar_query(detail))
         detail.similar = capped(similar.queryset(), SIMILAR_CAP)
+        detail.similar_not_searched = similar.signature_search.note
 
 
 def similar_query(detail: RequestDetail) -> dict[str, str]:

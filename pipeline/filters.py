@@ -2,6 +2,7 @@
 and the request page's "similar failures": the same filter always selects the same rows."""
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from django.db.models import BooleanField, F
 from django.db.models.expressions import RawSQL
@@ -18,9 +19,10 @@ from ledgerweb.params import (
     reject,
     text,
 )
+from pipeline import signature_search
 from pipeline.flags import FLAG_STATES, HANDLED_BY, NAMED_HANDLER_FIRED, flag_state
 from pipeline.models import NexusRequest
-from pipeline.signatures import SQL_FUNCTION
+from pipeline.signature_search import SignatureSearch
 
 HOUR = 3_600_000
 # Preset windows from this long up start on the hour (see window_bounds).
@@ -148,8 +150,9 @@ class RequestFilters:
                 qs = qs.filter(**{EXACT[param]: value})
         if self.q:
             qs = qs.filter(error_message__icontains=self.q)
-        if self.signature:
-            qs = qs.filter(_sql(f"{SQL_FUNCTION}(error_message) = %s", self.signature))
+        if self.signature:  # failed requests only: a signature is a failure's
+            condition, params = self.signature_search.condition()
+            qs = qs.filter(_sql(condition, *params))
         if self.hook:
             column = "hooks_matched" if self.hook_state == "" else "hooks_fired"
             qs = qs.filter(_sql(sqlite.json_array_has(column), self.hook))
@@ -166,6 +169,12 @@ class RequestFilters:
         if self.until_ms is not None:
             qs = qs.filter(started_at__lt=self.until_ms)
         return qs
+
+    @cached_property
+    def signature_search(self) -> SignatureSearch:
+        """Where the signature's failures are found: stored with the summarised hours, masked
+        live in the rest (bounded); its note says which hours it did not search."""
+        return signature_search.search(self.signature, self.since_ms, self.until_ms)
 
     def queryset(self, *, newest_first_walk: bool = False):
         return self.apply(NexusRequest.objects.all(), newest_first_walk=newest_first_walk)

@@ -20,6 +20,8 @@ def request_list(filters: RequestFilters, page: RequestPage) -> dict:
         # The window's instants [since, until), also for a preset window (filters.window_bounds).
         "since": filters.since_ms,
         "until": filters.until_ms,
+        # Hours a signature filter did not search yet (pipeline/signature_search.py).
+        "not_searched": (filters.signature and filters.signature_search.note) or None,
         "requests": [
             {name: getattr(row.request, name) for name in SUMMARY_FIELDS}
             | {"duration_ms": row.duration_ms, "error": row.error_line, "cost": _cost(row.request)}
@@ -46,6 +48,7 @@ def request_detail(d: RequestDetail) -> dict:
         "similar_failures": (
             {"count": d.similar.value, "capped": d.similar.capped} if d.similar else None
         ),
+        "similar_failures_not_searched": d.similar_not_searched or None,
         "same_event": [x.id for x in d.same_event],
         "same_principal": [x.id for x in d.same_principal],
         "same_session_key": [x.id for x in d.same_session],

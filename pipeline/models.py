@@ -141,3 +141,26 @@ class RollupTimings(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["ledger", "combined", "hour"], name="rollup_timings_hour")]
+
+
+class FailureSignature(models.Model):
+    """The error signature of one failed request of a stored hour (pipeline/signatures.py),
+    written when the hour is built, so that "similar failures" reads rowids instead of masking
+    every failure's message (pipeline/signature_search.py). The ledger's rowid, not its id: every
+    row has one, even a row whose id is NULL; a VACUUM that renumbers rowids moves the hours'
+    census fingerprints, so their stored signatures are dropped and built again."""
+
+    ledger = models.TextField()  # RollupLedger.key
+    hour = TimestampMs()
+    request_rowid = models.BigIntegerField()
+    signature = models.TextField()
+
+    class Meta:
+        indexes = [
+            # Covering: a search reads its rowids from the index alone.
+            models.Index(
+                fields=["ledger", "signature", "hour", "request_rowid"],
+                name="failure_signature_find",
+            ),
+            models.Index(fields=["ledger", "hour"], name="failure_signature_hour"),
+        ]

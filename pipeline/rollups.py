@@ -38,7 +38,13 @@ from ledgerweb.costs import tier_band_sql
 from ledgerweb.db import LEDGER, ledger_path_of
 from pipeline.costs import usable_tokens_sql
 from pipeline.flags import HANDLED_BY, flag_state
-from pipeline.models import RollupFact, RollupHour, RollupLedger, RollupTimings
+from pipeline.models import (
+    FailureSignature,
+    RollupFact,
+    RollupHour,
+    RollupLedger,
+    RollupTimings,
+)
 from pipeline.signatures import SQL_FUNCTION
 
 HOUR = 3_600_000
@@ -114,6 +120,9 @@ TIMINGS = f"""SELECT {_COLUMNS}, item.key, item.value, count(*)
     WHERE {{where}} AND item.type IN ('integer', 'real') AND item.value >= 0
       AND item.value < {MAX_STAGE_MS}
     GROUP BY 1, 2, 3, 4, 5"""
+# Each failed row's signature, kept for "similar failures" (pipeline/signature_search.py).
+FAILURE_SIGNATURES = f"""SELECT rowid, {SQL_FUNCTION}(error_message) FROM nexus_requests
+    WHERE {{where}} AND +status = 'failed'"""
 # Every column FACTS and TIMINGS read (and hooks_context, where the runtime names the hook that
 # handled a request): an hour's content checksum covers these, each with its type (quote() tells
 # 12 from 12.0, '12' and NULL), so any edit that can move a figure moves it. (tests/test_rollups.py
@@ -204,6 +213,7 @@ class Plan:
     # and those a bounded plan leaves out: not counted at all (see bounded).
     pending: list[tuple[int, int]] = field(default_factory=list)
     left_out: list[tuple[int, int]] = field(default_factory=list)
+    live_only: bool = False  # every hour read live, stored or not (see live_plan)
 
     @property
     def reads_live(self) -> bool:
@@ -320,7 +330,7 @@ def _forget_stale_ledgers(path: str, now: int) -> None:
     for key in list(stale.values_list("key", flat=True)):
         with transaction.atomic(using="default"):
             left = False
-            for model in (RollupFact, RollupTimings, RollupHour):
+            for model in (RollupFact, RollupTimings, FailureSignature, RollupHour):
                 batch = model.objects.filter(ledger=key).values("pk")[:FORGET_ROWS]
                 deleted, _ = model.objects.filter(pk__in=batch).delete()
                 left = left or deleted == FORGET_ROWS
@@ -368,6 +378,17 @@ def plan(
 
     head = _plans.get(key, make)
     return head if head_end == until_ms else head.with_live(head_end, until_ms)
+
+
+def live_plan(since_ms: int, until_ms: int) -> Plan:
+    """[since, until) read live whatever is stored (buckets under an hour cannot come from
+    stored hours), its settled hours pending, newest first, so that bounded() can leave the
+    oldest out and say so. The current hour is always read, as in any plan."""
+    settled_end = (now_ms() - SETTLE_MS) // HOUR * HOUR
+    first = since_ms // HOUR * HOUR
+    counts = census(first, min(until_ms, settled_end)) if first < settled_end else {}
+    pending = [(hour, json.loads(fingerprint)[0]) for hour, fingerprint in counts.items()]
+    return Plan([], [(since_ms, until_ms)], pending=sorted(pending, reverse=True), live_only=True)
 
 
 def _make_plan(
@@ -611,11 +632,16 @@ def _build_hour(key: str, hour: int, expected: int, digest: float) -> bool:
         if json.loads(fingerprint)[1] != digest:
             return False
         timings = _raw_timings(where, params)
+        signatures = sqlite.rows(FAILURE_SIGNATURES.format(where=where), params)
         content = content_checksums([hour])[hour]
     with transaction.atomic(using="default"):
-        RollupHour.objects.filter(ledger=key, hour=hour).delete()
-        RollupFact.objects.filter(ledger=key, hour=hour).delete()
-        RollupTimings.objects.filter(ledger=key, hour=hour).delete()
+        for model in (RollupHour, RollupFact, RollupTimings, FailureSignature):
+            model.objects.filter(ledger=key, hour=hour).delete()
+        _insert(
+            FailureSignature,
+            ("ledger", "hour", "request_rowid", "signature"),
+            ((key, hour, rowid, signature) for rowid, signature in signatures),
+        )
         _insert(
             RollupFact,
             ("ledger", "hour", "kind", "combined", "source", "persona", "key", "sub", "n",

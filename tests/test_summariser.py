@@ -95,3 +95,43 @@ def test_the_overviews_cost_says_which_hours_it_did_not_count_yet(
     page = re.sub(r"\s+", " ", viewer_client.get("/").content.decode())
     assert "Not counted yet:" in page
     assert viewer_client.get("/?format=json").json()["cost_not_counted"]
+
+
+def test_a_window_under_twelve_hours_reads_the_newest_rows_up_to_the_bound_and_says_so(
+    viewer_client, ledger, monkeypatch
+):
+    """Buckets under an hour cannot come from stored hours: such a chart reads its window live,
+    at most LIVE_ROWS rows of the newest hours, and says which hours it did not count (not that
+    they are being summarised)."""
+    for hour in range(6):
+        for minute in range(30):
+            ledger.request(started_at=T0 + hour * H + minute * 60_000)
+    monkeypatch.setattr(charts, "LIVE_ROWS", 70)  # the newest two hours (60 rows) fit
+    window = f"since={T0}&until={T0 + 6 * H}"
+
+    answer = viewer_client.get(f"/pipeline/charts/throughput/?{window}&format=json").json()
+    assert answer["bucket_ms"] < H
+    assert sum(bucket["total"] for bucket in answer["buckets"]) == 60
+    dashboard = viewer_client.get(f"/pipeline/?{window}&format=json").json()
+    for slug in ("throughput", "tokens", "cost"):
+        (note,) = [n for n in dashboard["charts"][slug]["notes"] if "Not counted" in n]
+        assert note.startswith("Read live (stored hours cannot fill buckets under an hour)")
+        assert "Not counted: 4 hours (120 requests) between 2025-11-24 16:00 and" in note
+    said = re.sub(
+        r"\s+", " ", viewer_client.get(f"/pipeline/charts/throughput/?{window}").content.decode()
+    )
+    assert "Not counted: 4 hours (120 requests)" in said and "Summarising" not in said
+
+
+def test_the_dashboards_json_twin_takes_one_census_of_its_window(viewer_client, ledger):
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    from ledgerweb.db import LEDGER
+
+    messy_requests(ledger)
+    with CaptureQueriesContext(connections[LEDGER]) as ledger_queries:
+        answer = viewer_client.get(f"/pipeline/?{WINDOW}&format=json")
+    assert answer.status_code == 200 and answer.json()["summarised_hours"] == 12
+    censuses = [q for q in ledger_queries.captured_queries if "WITH RECURSIVE hour" in q["sql"]]
+    assert len(censuses) == 1
