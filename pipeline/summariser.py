@@ -52,16 +52,22 @@ def holding_lock(wait: bool = True) -> Iterator[bool]:
 def _holding_advisory_lock(wait: bool) -> Iterator[bool]:
     database = connections["default"]
     conn = database.get_new_connection(database.get_connection_params())
+    taken = False
     try:
         conn.autocommit = True
         if wait:  # as long as it takes, not the statement time limit pages have
             conn.execute("SET statement_timeout = 0; SET lock_timeout = 0")
             conn.execute("SELECT pg_advisory_lock(%s)", [ADVISORY_KEY])
-            yield True
+            taken = True
         else:
-            yield conn.execute("SELECT pg_try_advisory_lock(%s)", [ADVISORY_KEY]).fetchone()[0]
+            taken = conn.execute("SELECT pg_try_advisory_lock(%s)", [ADVISORY_KEY]).fetchone()[0]
+        yield taken
     finally:
-        conn.close()  # ending the session releases the lock
+        # Released here, not only by the session's end: a closed connection's server process
+        # exits a moment later, and until then pg_locks (running()) still shows the lock.
+        if taken and not conn.closed:
+            conn.execute("SELECT pg_advisory_unlock(%s)", [ADVISORY_KEY])
+        conn.close()
 
 
 def running() -> bool:
