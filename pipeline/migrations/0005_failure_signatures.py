@@ -11,24 +11,34 @@ def rebuild_stored_hours(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('pipeline', '0004_rollups_tied_to_ledger_and_content'),
+        ("pipeline", "0004_rollups_tied_to_ledger_and_content"),
     ]
 
     operations = [
         migrations.RunPython(rebuild_stored_hours, migrations.RunPython.noop),
         migrations.CreateModel(
-            name='FailureSignature',
+            name="FailureSignature",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('ledger', models.TextField()),
-                ('hour', models.BigIntegerField()),
-                ('request_rowid', models.BigIntegerField()),
-                ('signature', models.TextField()),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("ledger", models.TextField()),
+                ("hour", models.BigIntegerField()),
+                ("request_rowid", models.BigIntegerField()),
+                ("signature", models.TextField()),
             ],
             options={
-                'indexes': [models.Index(fields=['ledger', 'signature', 'hour', 'request_rowid'], name='failure_signature_find'), models.Index(fields=['ledger', 'hour'], name='failure_signature_hour')],
+                "indexes": [
+                    models.Index(
+                        fields=["ledger", "signature", "hour", "request_rowid"],
+                        name="failure_signature_find",
+                    ),
+                    models.Index(fields=["ledger", "hour"], name="failure_signature_hour"),
+                ],
             },
         ),
     ]
