@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from builders import LedgerBuilder, use_ledger
 from django.test import TestCase
+from pg_ledger import postgres_database, postgres_server  # noqa: F401 - fixtures for every test
 
 from ledgerweb import schema
 from ledgerweb.db import LEDGER, LEDGER_ALIASES
