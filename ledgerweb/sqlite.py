@@ -1,7 +1,9 @@
 """Everything SQLite-specific about reading a live ledger, in one place.
 
-When the ledger moves to PostgreSQL, this module is what changes: a statement_timeout instead of
-the progress handler, pg_class estimates instead of capped counts, no pragmas.
+On a PostgreSQL ledger (LEDGER_DB a URL) the same functions work through their counterparts:
+the connection's statement_timeout instead of the progress handler (ledgerweb/db.py), the
+snapshot instead of data_version, information_schema instead of sqlite_master; the SQL that
+differs is in ledgerweb/dialect.py.
 """
 
 import json
@@ -16,6 +18,7 @@ from django.db import connections
 from django.db.backends.signals import connection_created
 from django.db.models import Func, TextField
 
+from ledgerweb import dialect
 from ledgerweb.db import LEDGER
 
 # How many SQLite VM instructions run between two looks at the clock: small enough to stop
@@ -68,6 +71,8 @@ def is_interrupted(error: BaseException) -> bool:
             return True
         if isinstance(error, sqlite3.OperationalError) and "interrupted" in str(error):
             return True
+        if type(error).__name__ == "QueryCanceled":  # PostgreSQL's statement_timeout
+            return True
         error = error.__cause__
     return False
 
@@ -82,6 +87,8 @@ def install_time_limit(sender, connection, **kwargs) -> None:
     if deadline is None:
         deadline = connection.ledger_deadline = _Deadline()
         connection.execute_wrappers.append(deadline.execute_wrapper)
+    if connection.vendor == "postgresql":
+        return  # the server stops the statement itself (statement_timeout, ledgerweb/db.py)
     connection.connection.set_progress_handler(deadline.progress_handler, PROGRESS_STEPS)
 
 
@@ -96,10 +103,21 @@ def longer_time_limit(limit_ms: int):
     connection.ensure_connection()
     deadline = connection.ledger_deadline
     previous, deadline.override_ms = deadline.override_ms, limit_ms
+    if connection.vendor == "postgresql":
+        _set_statement_timeout(connection, limit_ms)
     try:
         yield
     finally:
         deadline.override_ms = previous
+        if connection.vendor == "postgresql":
+            _set_statement_timeout(connection, previous or settings.LEDGER_QUERY_TIMEOUT_MS)
+
+
+def _set_statement_timeout(connection, limit_ms: int) -> None:
+    if connection.needs_rollback or connection.connection is None:
+        return  # an aborted transaction takes no command; the next connection starts afresh
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('statement_timeout', %s, false)", [str(limit_ms)])
 
 
 def rows(sql: str, params=()) -> list[tuple]:
@@ -114,7 +132,7 @@ def ledger_version() -> tuple[object, int]:
     PRAGMA data_version, which changes each time another connection (the runtime, our operator
     actions, an import) commits. Comparable only on the same open connection, hence the pair.
     Inside the request's read transaction it describes the snapshot the request reads."""
-    ((version,),) = rows("PRAGMA data_version")
+    ((version,),) = rows(dialect.version_sql())
     return connections[LEDGER].connection, version
 
 
@@ -147,7 +165,7 @@ class WhileUnchanged:
 
 def table_names(alias: str = LEDGER) -> set[str]:
     with connections[alias].cursor() as cursor:
-        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        cursor.execute(dialect.table_names_sql(alias))
         return {row[0] for row in cursor.fetchall()}
 
 
@@ -166,12 +184,15 @@ def capped_count(table: str, cap: int, alias: str = LEDGER) -> CappedCount:
     """Count at most `cap` rows: bounded work on a table of any size."""
     quoted = connections[alias].ops.quote_name(table)
     with connections[alias].cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM {quoted} LIMIT %s)", [cap + 1])
+        cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM {quoted} LIMIT %s) AS c", [cap + 1])
         (count,) = cursor.fetchone()
     return CappedCount(min(count, cap), count > cap)
 
 
 def journal_mode(alias: str = LEDGER) -> str:
+    """SQLite's journal mode; 'postgresql' on PostgreSQL, where readers never block the writer."""
+    if dialect.on_postgres(alias):
+        return "postgresql"
     with connections[alias].cursor() as cursor:
         cursor.execute("PRAGMA journal_mode")
         return str(cursor.fetchone()[0]).lower()
@@ -204,7 +225,8 @@ def distinct_prefixes(
     t, c = ops.quote_name(table), ops.quote_name(column)
     # The character right after the separator sorts after every "prefix<separator>…" key.
     after = chr(ord(separator) + 1)
-    prefix_of = f"CASE WHEN instr({c}, %s) > 0 THEN substr({c}, 1, instr({c}, %s) - 1) ELSE {c} END"
+    at = dialect.position("%s", c, alias)
+    prefix_of = f"CASE WHEN {at} > 0 THEN substr({c}, 1, {at} - 1) ELSE {c} END"
     sql = f"""
         WITH RECURSIVE p(prefix) AS (
             SELECT (SELECT {prefix_of} FROM {t} ORDER BY {c} LIMIT 1)
@@ -222,8 +244,8 @@ def distinct_prefixes(
 def in_list(ids) -> tuple[str, list[str]]:
     """SQL and parameter for `column IN <this>` over any number of ids, as ONE bound parameter
     (a JSON array read by json_each), so a query's text and count do not grow with the list.
-    On PostgreSQL this becomes `= ANY(%s)`."""
-    return "(SELECT value FROM json_each(%s))", [json.dumps(list(ids))]
+    """
+    return dialect.in_list_sql(), [json.dumps(list(ids))]
 
 
 def json_array_has(column: str) -> str:

@@ -18,13 +18,20 @@ from pathlib import Path
 import pytest
 from builders import LedgerBuilder, use_ledger
 from django.test import TestCase
-from pg_ledger import postgres_database, postgres_server  # noqa: F401 - fixtures for every test
+from pg_ledger import (  # noqa: F401 - the --ledger-backend option and the fixtures
+    PostgresLedgers,
+    postgres_database,
+    postgres_server,
+    pytest_addoption,
+)
 
 from ledgerweb import schema
-from ledgerweb.db import LEDGER, LEDGER_ALIASES
+from ledgerweb.db import LEDGER_ALIASES
 
 
 def pytest_configure(config):
+    if config.getoption("--ledger-backend") == "postgres":
+        config.stash[_postgres_key] = PostgresLedgers()
     folder = Path(tempfile.mkdtemp(prefix="ledgerweb-tests-"))
     template = folder / "template.sqlite3"
     schema.create_ledger(template)
@@ -34,6 +41,8 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
+    if _postgres_key in config.stash:
+        config.stash[_postgres_key].stop()
     shutil.rmtree(config.stash[_folder_key], ignore_errors=True)
 
 
@@ -43,11 +52,15 @@ def pytest_runtest_setup(item):
     folder = item.config.stash[_folder_key]
     path = folder / f"ledger-{next(_serial)}.sqlite3"
     shutil.copyfile(folder / "template.sqlite3", path)
-    use_ledger(path)
+    if _postgres_key in item.config.stash:
+        use_ledger(item.config.stash[_postgres_key].fresh())
+    else:
+        use_ledger(path)
     return (yield)
 
 
 _folder_key = pytest.StashKey[Path]()
+_postgres_key = pytest.StashKey[PostgresLedgers]()
 _serial = count()
 
 
@@ -77,10 +90,10 @@ def django_db_setup(django_test_environment, django_db_blocker):
 
 @pytest.fixture
 def ledger() -> LedgerBuilder:
-    """The current test's ledger file, with builders for its rows."""
-    from ledgerweb.db import ledger_path_of
+    """The current test's ledger (file or PostgreSQL database), with builders for its rows."""
+    from django.conf import settings
 
-    builder = LedgerBuilder(ledger_path_of(LEDGER))
+    builder = LedgerBuilder(settings.LEDGER_DB)
     yield builder
     builder.conn.close()
 

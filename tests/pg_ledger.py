@@ -1,15 +1,32 @@
-"""A throwaway PostgreSQL for the tests that need one, started once per test run.
+"""PostgreSQL for the tests: a throwaway server, and the ledger on it.
 
-Import the fixtures into a test module (`from pg_ledger import postgres_server`). A machine
-without PostgreSQL binaries skips those tests with the command that installs them.
+Two uses:
+- fixtures for tests that need a PostgreSQL database of their own (`postgres_database`);
+- `pytest --ledger-backend=postgres`: every test's ledger is a fresh PostgreSQL database made
+  from the DDL in ledgerweb/sql/postgres/ instead of a fresh SQLite file, so the same tests check
+  the pages on both backends (make test runs the view, chart, admin, health and importer tests a
+  second time this way).
+
+A machine without PostgreSQL binaries skips these tests with the command that installs them.
 """
 
 from itertools import count
 
+import psycopg
 import pytest
 from postgres_server import PostgresServer, postgres_bin
 
 _serial = count()
+TEMPLATE = "ledger_template"
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--ledger-backend",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="where each test's ledger lives (default: a SQLite file)",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -24,3 +41,49 @@ def postgres_server():
 def postgres_database(postgres_server) -> str:
     """A new empty database on the throwaway server: its postgres:// URL."""
     return postgres_server.create_database(f"test_{next(_serial)}")
+
+
+class PostgresLedgers:
+    """One throwaway server for a whole run; a fresh ledger database per test, copied from a
+    template holding the DDL (CREATE DATABASE … TEMPLATE is a file copy: a few ms)."""
+
+    def __init__(self):
+        from ledgerweb.pg_schema import create_postgres_ledger
+
+        self.server = PostgresServer().start()
+        self.server.create_database(TEMPLATE)
+        with self.server.connect(TEMPLATE) as conn:
+            create_postgres_ledger(conn)
+        self.current: str | None = None
+
+    def fresh(self) -> str:
+        """A new ledger database's URL; the previous test's database is dropped."""
+        name = f"ledger_{next(_serial)}"
+        with self.server.connect() as conn:
+            if self.current:
+                conn.execute(f'DROP DATABASE IF EXISTS "{self.current}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{TEMPLATE}"')
+        self.current = name
+        return self.server.url(name)
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+class PostgresConnection:
+    """A psycopg connection that speaks like the builders' sqlite3 one: `?` placeholders (no
+    literal `?` in the tests' SQL), every statement committed at once, like the runtime."""
+
+    def __init__(self, url: str):
+        self.conn = psycopg.connect(url, autocommit=True)
+
+    def execute(self, sql: str, params=()):
+        return self.conn.execute(sql.replace("?", "%s"), params)
+
+    def executemany(self, sql: str, rows):
+        with self.conn.cursor() as cursor:
+            cursor.executemany(sql.replace("?", "%s"), rows)
+            return cursor
+
+    def close(self) -> None:
+        self.conn.close()

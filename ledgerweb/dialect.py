@@ -1,0 +1,50 @@
+"""The SQL that differs between a SQLite ledger and a PostgreSQL one, in one place.
+
+Every function returns SQL text (with %s placeholders) for the ledger alias's engine; callers
+write one query and ask here for the parts that differ. SQLite stays the reference: the
+PostgreSQL twin of each piece must give the same rows (tests run on both, see tests/README).
+"""
+
+from django.db import connections
+
+from ledgerweb.db import LEDGER
+
+
+def on_postgres(alias: str = LEDGER) -> bool:
+    return connections[alias].vendor == "postgresql"
+
+
+def table_names_sql(alias: str = LEDGER) -> str:
+    if on_postgres(alias):
+        return (
+            "SELECT table_name FROM information_schema.tables"
+            " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+        )
+    return "SELECT name FROM sqlite_master WHERE type = 'table'"
+
+
+def version_sql(alias: str = LEDGER) -> str:
+    """A value that moves whenever another connection may have committed a change.
+
+    SQLite: PRAGMA data_version. PostgreSQL: the current snapshot (xmin:xmax:in-progress ids).
+    It moves whenever a writing transaction anywhere on the server begins or ends, so it never
+    misses a change (a max(id)/count snapshot would miss updates: a head moved, a status set)
+    and costs no scan; it moves also for other databases' writes, which only costs a rebuild.
+    pg_stat_database's commit counter is no good: read-only transactions count too, and the
+    statistics arrive late."""
+    if on_postgres(alias):
+        return "SELECT pg_current_snapshot()::text"
+    return "PRAGMA data_version"
+
+
+def in_list_sql(alias: str = LEDGER) -> str:
+    """`column IN <this>` over one bound JSON array of ids."""
+    if on_postgres(alias):
+        return "(SELECT jsonb_array_elements_text(%s::jsonb))"
+    return "(SELECT value FROM json_each(%s))"
+
+
+def position(needle: str, haystack: str, alias: str = LEDGER) -> str:
+    """1-based index of needle in haystack, 0 when absent (SQLite instr, PostgreSQL strpos)."""
+    name = "strpos" if on_postgres(alias) else "instr"
+    return f"{name}({haystack}, {needle})"
