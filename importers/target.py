@@ -5,8 +5,8 @@ The writer's SQL is written once, in sqlite3's placeholder style (`?` and `:name
 both engines accept (INSERT … ON CONFLICT DO NOTHING, CASE instead of two-argument MAX). Here it
 is translated for psycopg, and values are made fit for PostgreSQL's strict columns: SQLite holds
 2.0 in an INTEGER column or 1 in a BOOLEAN one, PostgreSQL takes 2 and true; a value it cannot
-hold as it is (1.5 as a token count, a NUL byte in text) raises ValueError, so the session is
-left out and reported rather than stored changed.
+hold with the same meaning (1.5 as a token count, 'true' or '' in a BOOLEAN, a NUL byte in
+text) raises ValueError, so the row is left out and reported rather than stored changed.
 """
 
 import re
@@ -104,6 +104,10 @@ def fit_for_postgres(value, sql_type: str, where: str):
         if value in (0, 1):
             return bool(value)
         raise ValueError(f"{where} holds {value!r}, which a BOOLEAN column cannot hold")
+    if isinstance(value, str) and sql_type in ("INTEGER", "REAL", "BOOLEAN"):
+        # PostgreSQL would parse '17' or 'true', but ledgerweb reads text there as unreadable
+        # on SQLite (pipeline/flags.py): stored as a number it would say something else.
+        raise ValueError(f"{where} holds the text {value[:40]!r}, not a {sql_type.lower()}")
     if isinstance(value, bytes):
         raise ValueError(f"{where} holds bytes (a BLOB), which a {sql_type} column cannot hold")
     if isinstance(value, str) and "\x00" in value:

@@ -221,8 +221,14 @@ def write_requests(conn, rows: list[dict], where: str, report: ImportReport) -> 
         with target.transaction():
             added = _insert(target, "nexus_requests", rows)
             updated, collisions = _advance_requests(target, rows) if added < len(rows) else (0, [])
-    except Exception as error:  # noqa: BLE001 - any failure leaves the whole batch out
-        report.session_failed(where, f"{type(error).__name__}: {error}")
+    except Exception as error:  # noqa: BLE001 - one bad row: the others go in one by one
+        if len(rows) > 1:
+            for row in rows:
+                write_requests(target, [row], where, report)
+        else:
+            report.session_failed(
+                f"{where} {rows[0].get('id')}", f"{type(error).__name__}: {error}"
+            )
         return
     report.added["nexus_requests"] += added
     report.present["nexus_requests"] += len(rows) - added

@@ -40,8 +40,14 @@ def version_sql(alias: str = LEDGER) -> str:
 def in_list_sql(alias: str = LEDGER) -> str:
     """`column IN <this>` over one bound JSON array of ids."""
     if on_postgres(alias):
-        return "(SELECT jsonb_array_elements_text(%s::jsonb))"
+        return "(SELECT value FROM jsonb_array_elements_text(%s::jsonb) AS value)"
     return "(SELECT value FROM json_each(%s))"
+
+
+def unindexed(column: str, alias: str = LEDGER) -> str:
+    """`+column` on SQLite: the same value, but its index is not used (see sqlite.Unindexed);
+    PostgreSQL's planner needs no such hint, and has no unary + on text."""
+    return column if on_postgres(alias) else f"+{column}"
 
 
 def position(needle: str, haystack: str, alias: str = LEDGER) -> str:

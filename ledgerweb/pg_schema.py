@@ -22,9 +22,19 @@ def postgres_ddl(files: tuple[str, ...] = tuple(DDL_FILES)) -> str:
     return "\n".join((POSTGRES_SQL_DIR / name).read_text() for name in files)
 
 
+# The functions the ledger queries use that PostgreSQL lacks: SQLite's, and the error signature.
+SQLITE_FUNCTIONS = "functions.sql"
+
+
 def create_postgres_ledger(conn, files: tuple[str, ...] = tuple(DDL_FILES)) -> None:
-    """Create the ledger's tables and indexes on a psycopg connection (in its transaction)."""
+    """Create the ledger's tables and indexes on a psycopg connection (in its transaction), and
+    the SQLite functions its queries use."""
     conn.execute(postgres_ddl(files))
+    create_sqlite_functions(conn)
+
+
+def create_sqlite_functions(conn) -> None:
+    conn.execute((POSTGRES_SQL_DIR / SQLITE_FUNCTIONS).read_text())
 
 
 def postgres_tables(conn) -> set[str]:

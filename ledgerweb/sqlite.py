@@ -250,11 +250,12 @@ def in_list(ids) -> tuple[str, list[str]]:
 
 def json_array_has(column: str) -> str:
     """SQL true when `column` is a JSON array holding the bound parameter: exact, and safe on
-    invalid JSON (json_each would abort the whole query, so it only runs on valid arrays)."""
+    invalid JSON (json_each would abort the whole query, so it only runs on valid arrays). A
+    comparison, not SQLite's 0/1, so PostgreSQL reads it as a condition too."""
     return (
-        f"CASE WHEN json_valid({column}) THEN CASE WHEN json_type({column}) = 'array' THEN"
-        f" EXISTS (SELECT 1 FROM json_each({column}) WHERE type = 'text' AND value = %s)"
-        " ELSE 0 END ELSE 0 END"
+        f"(CASE WHEN json_valid({column}) THEN CASE WHEN json_type({column}) = 'array' THEN"
+        f" CASE WHEN EXISTS (SELECT 1 FROM json_each({column}) WHERE type = 'text' AND value = %s)"
+        " THEN 1 ELSE 0 END ELSE 0 END ELSE 0 END) = 1"
     )
 
 
@@ -277,6 +278,9 @@ class Unindexed(Func):
 
     template = "+%(expressions)s"
     output_field = TextField()
+
+    def as_postgresql(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="%(expressions)s", **extra)
 
 
 def routing_parent(key: str) -> str:

@@ -139,7 +139,7 @@ def row_checksum(row: bytes) -> int:
 def _bucket(size: int) -> str:
     # CAST: a REAL started_at (1795676400000.5: SQLite stores it in an INTEGER column) still
     # falls in the whole-numbered bucket that holds it.
-    return f"(CAST(started_at AS INTEGER) / {int(size)}) * {int(size)}"
+    return f"(CAST(started_at AS BIGINT) / {int(size)}) * {int(size)}"
 
 
 def hook_names(raw) -> set[str]:
@@ -493,7 +493,7 @@ def census(since_ms: int, until_ms: int) -> dict[int, str]:
     # Bounded by `until` (a text started_at sorts after every number: unbounded, the probe
     # would find it again and again), and CAST for a REAL started_at.
     next_hour = f"""CAST((SELECT min(started_at) FROM nexus_requests
-        WHERE started_at >= {{}} AND started_at < {int(until_ms)}) AS INTEGER) / {HOUR} * {HOUR}"""
+        WHERE started_at >= {{}} AND started_at < {int(until_ms)}) AS BIGINT) / {HOUR} * {HOUR}"""
     return dict(
         sqlite.rows(
             f"""WITH RECURSIVE hour(start) AS (

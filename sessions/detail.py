@@ -226,7 +226,8 @@ def add_aggregates(turns: dict[str, TurnInfo]) -> None:
     tables = sqlite.table_names()
     add_costs(turns, tables)
     for turn_id, calls, failed in sqlite.rows(
-        f"""SELECT turn_id, count(*), sum(status = 'failed') FROM tool_calls
+        f"""SELECT turn_id, count(*), sum(CASE WHEN status = 'failed' THEN 1 ELSE 0 END)
+            FROM tool_calls
             WHERE turn_id IN {ids_sql} GROUP BY turn_id""",
         ids,
     ):

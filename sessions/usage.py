@@ -114,5 +114,5 @@ def _hour_sql() -> str:
     as prices.rates_at does)."""
     return (
         f"CASE WHEN typeof(t.started_at) IN ('integer', 'real')"
-        f" THEN CAST(t.started_at AS INTEGER) / {HOUR_MS} END"
+        f" THEN CAST(t.started_at AS BIGINT) / {HOUR_MS} END"
     )

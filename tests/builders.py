@@ -53,7 +53,10 @@ class LedgerBuilder:
     def _insert(self, table: str, row: dict) -> dict:
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
-        self.conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", list(row.values()))
+        values = list(row.values())
+        if isinstance(self.conn, PostgresConnection):
+            values = self.conn.fit(table, row)
+        self.conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", values)
         return row
 
     def session(self, **fields) -> dict:

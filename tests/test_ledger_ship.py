@@ -171,14 +171,17 @@ def test_odd_values_are_shipped_as_they_are_meant_or_reported(tmp_path, postgres
     builder = LedgerBuilder(path)
     fine = builder.session()
     builder.turn(fine, prompt_tokens=2.0)  # REAL where INTEGER is declared, a whole number
-    builder.request(principal_is_user=1, hooks_handled="true")
+    builder.request(principal_is_user=1, hooks_handled=0)
+    # ledgerweb reads text in a BOOLEAN as unreadable: stored as true it would read yes.
+    builder.request(hooks_handled="true")
     odd = builder.session()
     builder.turn(odd, prompt_tokens=1.5)  # no BIGINT holds this unchanged
 
-    out = run_ship(path, postgres_database, problems="1 session\\(s\\) left out")
+    out = run_ship(path, postgres_database, problems="2 session\\(s\\) left out")
     assert "prompt_tokens" in out and "1.5" in out
+    assert "hooks_handled" in out and "'true'" in out
     with central(postgres_database) as pg:
         assert pg.execute("SELECT id, prompt_tokens FROM turns").fetchall() == [("T000002", 2)]
         assert pg.execute(
             "SELECT principal_is_user, hooks_handled FROM nexus_requests"
-        ).fetchall() == [(True, True)]
+        ).fetchall() == [(True, False)]

@@ -88,3 +88,30 @@ def test_a_postgres_ledger_seen_unchanged_keeps_results_and_a_commit_drops_them(
     pg_ledger.session()  # the runtime commits
     assert ledger_version()[1] != before
     assert kept.get("k", make) == 2
+
+
+ERROR_MESSAGES = [
+    None,
+    "",
+    "   \n  ",
+    "timeout after 5012 ms for 01HQZX3Y4K5M6N7P8Q9R0S1T2V",
+    "Failed 'fetch' of \"https://x.example/a?b=1\" (attempt 3/5)",
+    "uuid 123e4567-e89b-12d3-a456-426614174000 not found; hash deadbeef00112233",
+    "command_v2 exited with -1.5 at 12:30:01,5\nTraceback (most recent call last): …",
+    "  spaces\tand\ttabs   everywhere ",
+    "x" * 400 + " 42",
+    "HTML <script>alert(1)</script> ok",
+]
+
+
+@pytest.mark.parametrize("message", ERROR_MESSAGES)
+def test_the_error_signature_in_postgres_sql_is_the_python_one(postgres_database, message):
+    import psycopg
+
+    from ledgerweb.pg_schema import create_sqlite_functions
+    from pipeline.signatures import signature
+
+    with psycopg.connect(postgres_database, autocommit=True) as conn:
+        create_sqlite_functions(conn)
+        (in_sql,) = conn.execute("SELECT ledger_error_signature(%s::text)", [message]).fetchone()
+    assert in_sql == signature(message)
