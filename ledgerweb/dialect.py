@@ -5,6 +5,8 @@ write one query and ask here for the parts that differ. SQLite stays the referen
 PostgreSQL twin of each piece must give the same rows (tests run on both, see tests/README).
 """
 
+from decimal import Decimal
+
 from django.db import connections
 
 from ledgerweb.db import LEDGER
@@ -37,11 +39,12 @@ def version_sql(alias: str = LEDGER) -> str:
     return "PRAGMA data_version"
 
 
-def in_list_sql(alias: str = LEDGER) -> str:
-    """`column IN <this>` over one bound JSON array of ids."""
-    if on_postgres(alias):
-        return "(SELECT value FROM jsonb_array_elements_text(%s::jsonb) AS value)"
-    return "(SELECT value FROM json_each(%s))"
+def plain_number(value):
+    """A value as SQLite would give it: PostgreSQL sums BIGINTs into NUMERIC (a Decimal, which
+    Django's SQLite adapter would even store as text); a whole one is an int, else a float."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    return value
 
 
 def unindexed(column: str, alias: str = LEDGER) -> str:

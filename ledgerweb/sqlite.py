@@ -56,12 +56,42 @@ class _Deadline:
 
     def execute_wrapper(self, execute, sql, params, many, context):
         self.start()
+        savepoint = _QuerySavepoint(context["connection"], sql)
         try:
-            return execute(sql, params, many, context)
+            result = execute(sql, params, many, context)
         except Exception as error:
             if is_interrupted(error):
+                savepoint.roll_back()
                 raise LedgerQueryTimeout(self.limit_ms, sql) from error
             raise
+        savepoint.release()
+        return result
+
+
+class _QuerySavepoint:
+    """On PostgreSQL, a statement stopped by the time limit aborts the whole transaction, and a
+    request reads in one (ATOMIC_REQUESTS): the page could not even say what took too long. So
+    each query inside a transaction gets a savepoint, rolled back to after a timeout, as SQLite
+    goes on after an interrupted statement. Issued on the raw connection: not a query of ours.
+    Nothing on SQLite."""
+
+    NAME = "ledger_query"
+
+    def __init__(self, connection, sql: str):
+        self.raw = None
+        # Queries only: around Django's own SAVEPOINT/RELEASE, ours would release theirs.
+        query = sql.lstrip().upper().startswith(("SELECT", "WITH", "("))
+        if connection.vendor == "postgresql" and connection.in_atomic_block and query:
+            self.raw = connection.connection
+            self.raw.execute(f"SAVEPOINT {self.NAME}")
+
+    def roll_back(self) -> None:
+        if self.raw is not None:
+            self.raw.execute(f"ROLLBACK TO SAVEPOINT {self.NAME}")
+
+    def release(self) -> None:
+        if self.raw is not None:
+            self.raw.execute(f"RELEASE SAVEPOINT {self.NAME}")
 
 
 def is_interrupted(error: BaseException) -> bool:
@@ -124,7 +154,10 @@ def rows(sql: str, params=()) -> list[tuple]:
     """Every row of one query on the read-only ledger (and so under its time limit)."""
     with connections[LEDGER].cursor() as cursor:
         cursor.execute(sql, list(params))
-        return cursor.fetchall()
+        found = cursor.fetchall()
+    if connections[LEDGER].vendor == "postgresql":
+        return [tuple(map(dialect.plain_number, row)) for row in found]
+    return found
 
 
 def ledger_version() -> tuple[object, int]:
@@ -244,8 +277,9 @@ def distinct_prefixes(
 def in_list(ids) -> tuple[str, list[str]]:
     """SQL and parameter for `column IN <this>` over any number of ids, as ONE bound parameter
     (a JSON array read by json_each), so a query's text and count do not grow with the list.
-    """
-    return dialect.in_list_sql(), [json.dumps(list(ids))]
+    The same SQL on a PostgreSQL ledger, through its json_each (ledgerweb/sql/postgres/), and on
+    Django's own database, where the rollups use it too."""
+    return "(SELECT value FROM json_each(%s))", [json.dumps(list(ids))]
 
 
 def json_array_has(column: str) -> str:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from django.db import connections, models, transaction
 
-from ledgerweb import sqlite
+from ledgerweb import dialect, sqlite
 from ledgerweb.costs import tier_band_sql
 from ledgerweb.db import LEDGER, ledger_path_of
 from ledgerweb.timestamps import now_ms
@@ -82,7 +82,8 @@ FACTS = {
     # Token counts that are not usable whole numbers (12.5, 'lots', negative, 2^62: two of those
     # would overflow the sum and stop every chart) add nothing, and say so (sub).
     "tokens": f"""SELECT {_COLUMNS}, agent_model,
-            CASE WHEN {_TOTAL} = 0 AND agent_tokens_total IS NOT 0 THEN 'unreadable' END, count(*),
+            CASE WHEN {_TOTAL} = 0 AND agent_tokens_total IS DISTINCT FROM 0 THEN 'unreadable' END,
+            count(*),
             sum({_TOTAL}), NULL
         FROM nexus_requests WHERE {{where}} AND agent_tokens_total IS NOT NULL
         GROUP BY 1, 2, 3, 4, 5""",
@@ -98,10 +99,11 @@ FACTS = {
         FROM nexus_requests
         WHERE {{where}} AND (delivery_channel IS NOT NULL OR delivery_success IS NOT NULL)
         GROUP BY 1, 2, 3, 4, 5""",
-    # +status: the time range is the selective condition, not the status index (all failures).
+    # status || '': the time range is the selective condition, not the status index (all
+    # failures); SQLite uses no index on an expression (nor on +status, which PostgreSQL lacks).
     "failure": f"""SELECT {_COLUMNS}, error_stage, {SQL_FUNCTION}(error_message),
             count(*), NULL, max(started_at)
-        FROM nexus_requests WHERE {{where}} AND +status = 'failed' GROUP BY 1, 2, 3, 4, 5""",
+        FROM nexus_requests WHERE {{where}} AND status || '' = 'failed' GROUP BY 1, 2, 3, 4, 5""",
     # Hook columns are JSON arrays; _hook_facts turns these combinations (with the handled flag
     # and the hook hooks_context names as the handler) into per-hook rows before they are
     # stored or summed.
@@ -109,10 +111,13 @@ FACTS = {
             {flag_state("hooks_handled")}, {HANDLED_BY}
         FROM nexus_requests WHERE {{where}} GROUP BY 1, 2, 3, 4, 5, 7, 8""",
 }
-TIMINGS = f"""SELECT {_COLUMNS}, item.key, item.value, count(*)
+# The value as a number on both engines (PostgreSQL's json_each gives text, see
+# ledgerweb/sql/postgres/functions.sql); only numbers are cast, whatever order conditions run in.
+_TIMING = "CAST(CASE WHEN item.type IN ('integer', 'real') THEN item.value END AS DOUBLE PRECISION)"
+TIMINGS = f"""SELECT {_COLUMNS}, item.key, {_TIMING}, count(*)
     FROM nexus_requests, {{items}} AS item
-    WHERE {{where}} AND item.type IN ('integer', 'real') AND item.value >= 0
-      AND item.value < {MAX_STAGE_MS}
+    WHERE {{where}} AND item.type IN ('integer', 'real') AND {_TIMING} >= 0
+      AND {_TIMING} < {MAX_STAGE_MS}
     GROUP BY 1, 2, 3, 4, 5"""
 # Every column FACTS and TIMINGS read (and hooks_context, where the runtime names the hook that
 # handled a request): an hour's content checksum covers these, each with its type (quote() tells
@@ -125,9 +130,16 @@ FACT_COLUMNS = (
     "agent_tokens_prompt", "agent_tokens_completion",  # the cost chart's "usage" fact
 )  # fmt: skip
 CHECKSUM_FUNCTION = "ledger_row_checksum"
-_ROW_CHECKSUM = (
-    f"{CHECKSUM_FUNCTION}(CAST({" || ',' || ".join(f'quote({c})' for c in FACT_COLUMNS)} AS BLOB))"
-)
+
+
+def _row_checksum() -> str:
+    """SQL for one row's content checksum. PostgreSQL: a hash of the quoted columns (its typed
+    columns need no type tag); a checksum is only compared with one from the same engine."""
+    if dialect.on_postgres():
+        quoted = ", ".join(f"quote_nullable({c})" for c in FACT_COLUMNS)
+        return f"hashtext(concat_ws(',', {quoted}))"
+    quoted = " || ',' || ".join(f"quote({c})" for c in FACT_COLUMNS)
+    return f"{CHECKSUM_FUNCTION}(CAST({quoted} AS BLOB))"
 
 
 def row_checksum(row: bytes) -> int:
@@ -486,6 +498,19 @@ _FINGERPRINT = f"""SELECT json_array(count(*), total(rowid))
     FROM nexus_requests WHERE started_at >= {{0}} AND started_at < {{0}} + {HOUR}"""
 
 
+def _fingerprint(start: str) -> str:
+    """SQL for an hour's fingerprint. PostgreSQL has no rowid: the sum of the rows' id hashes
+    (read from the table, not the index alone) moves the same way when a row is replaced."""
+    if dialect.on_postgres():
+        return f"""SELECT json_build_array(count(*), coalesce(sum(hashtext(id)), 0))::text
+    FROM nexus_requests WHERE started_at >= {start} AND started_at < {start} + {HOUR}"""
+    return _FINGERPRINT.format(start)
+
+
+# A row no longer processing (SQLite's `IS NOT 'processing'`, in words both engines read).
+SETTLED = "status IS DISTINCT FROM 'processing'"
+
+
 def census(since_ms: int, until_ms: int) -> dict[int, str]:
     """[row count, rowid sum] (JSON) of each hour with rows in [since, until), hours aligned:
     the index is probed for the next row after each hour, then counted over the hour (720 hours
@@ -501,7 +526,7 @@ def census(since_ms: int, until_ms: int) -> dict[int, str]:
                     UNION ALL
                     SELECT {next_hour.format(f"hour.start + {HOUR}")} FROM hour
                     WHERE hour.start < %s)
-                SELECT start, ({_FINGERPRINT.format("start")}) FROM hour WHERE start < %s""",
+                SELECT start, ({_fingerprint("start")}) FROM hour WHERE start < %s""",
             [since_ms, until_ms, until_ms],
         )
     )
@@ -511,10 +536,10 @@ def content_checksums(hours: list[int]) -> dict[int, int]:
     """The content checksum of each hour's settled rows: this reads the rows themselves."""
     return dict(
         sqlite.rows(
-            f"""SELECT h.value, (SELECT coalesce(sum({_ROW_CHECKSUM}), 0) FROM nexus_requests
+            f"""SELECT h.value, (SELECT coalesce(sum({_row_checksum()}), 0) FROM nexus_requests
                                  WHERE started_at >= h.value AND started_at < h.value + {HOUR}
-                                   AND status IS NOT 'processing')
-                FROM json_each(%s) AS h""",
+                                   AND {SETTLED})
+                FROM (SELECT CAST(value AS BIGINT) AS value FROM json_each(%s)) AS h""",
             [json.dumps(hours)],
         )
     )
@@ -549,13 +574,13 @@ def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
 def build_hour(key: str, hour: int, expected: int, digest: float) -> bool:
     """Compute and store the facts of one hour's settled rows with its fingerprints; False
     (nothing stored) when the rows are not those the census saw (the ledger moved in between)."""
-    where = "started_at >= %s AND started_at < %s AND status IS NOT 'processing'"
+    where = f"started_at >= %s AND started_at < %s AND {SETTLED}"
     params = [hour, hour + HOUR]
     with transaction.atomic(using=LEDGER):  # one snapshot: the facts and their fingerprints
         facts = {kind: _raw_facts(kind, HOUR, where, params) for kind in FACTS}
         if sum(r[5] for r in facts["source"]) != expected:
             return False
-        ((fingerprint,),) = sqlite.rows(f"SELECT ({_FINGERPRINT.format('%s')})", [hour] * 2)
+        ((fingerprint,),) = sqlite.rows(f"SELECT ({_fingerprint('%s')})", [hour] * 2)
         if json.loads(fingerprint)[1] != digest:
             return False
         timings = _raw_timings(where, params)

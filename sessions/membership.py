@@ -35,7 +35,7 @@ def _inherited(session_id: str, head_id: str | None, turn_id: str) -> bool:
                 SELECT %s WHERE NOT EXISTS (SELECT 1 FROM turns h
                                             WHERE h.id = %s AND h.session_id = %s)
             ), up(id) AS (
-                SELECT id FROM turns WHERE id IN starts
+                SELECT id FROM turns WHERE id IN (SELECT id FROM starts)
                 UNION
                 SELECT t.parent_turn_id FROM turns t JOIN up ON t.id = up.id
                 WHERE t.parent_turn_id IS NOT NULL

@@ -101,7 +101,7 @@ def session_costs(session_ids) -> dict[str, CostSum]:
 # then an estimate, and the query names the same columns either way.
 _NO_USAGE = (
     "(SELECT NULL AS turn_id, NULL AS model_calls, NULL AS input_tokens,"
-    " NULL AS cache_read_tokens, NULL AS cache_write_tokens, NULL AS output_tokens WHERE 0)"
+    " NULL AS cache_read_tokens, NULL AS cache_write_tokens, NULL AS output_tokens WHERE 1 = 0)"
 )
 
 
