@@ -4,7 +4,14 @@ terms of ledgerweb/schema.py (SQLite's declared types), so the two can be compar
 (tests/test_schema_drift.py) and a central ledger checked like a file.
 """
 
-from ledgerweb.schema import DDL_FILES, SQL_DIR, Column
+from ledgerweb.schema import (
+    DDL_FILES,
+    SQL_DIR,
+    Column,
+    LedgerInspection,
+    column_differences,
+    expected_columns,
+)
 
 POSTGRES_SQL_DIR = SQL_DIR / "postgres"
 
@@ -43,6 +50,17 @@ def postgres_tables(conn) -> set[str]:
         " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
     ).fetchall()
     return {name for (name,) in found}
+
+
+def inspect_postgres_ledger(conn) -> LedgerInspection:
+    """schema.inspect_ledger's twin: what a PostgreSQL ledger holds, compared with the schema."""
+    tables = postgres_tables(conn)
+    mismatches = {}
+    for table, expected in expected_columns().items():
+        problems = table in tables and column_differences(expected, postgres_columns(conn, table))
+        if problems:
+            mismatches[table] = problems
+    return LedgerInspection(tables, mismatches)
 
 
 def postgres_columns(conn, table: str) -> list[Column]:

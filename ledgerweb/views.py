@@ -10,7 +10,7 @@ from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from ledgerweb import health, sqlite
+from ledgerweb import dialect, health, sqlite
 from ledgerweb.db import LEDGER
 from ledgerweb.http import wants_json
 from ledgerweb.overview import ledger_overview
@@ -44,6 +44,7 @@ def _overview_json(summary, staff: bool) -> dict:
             "other_tables": summary.other_tables,
             "schema_mismatches": summary.mismatches,
         },
+        "shipments": summary.shipments,
         "counts": {
             c.table: None if c.count is None else {"count": c.count.value, "capped": c.count.capped}
             for c in summary.counts
@@ -64,7 +65,8 @@ def healthz(request: HttpRequest) -> HttpResponse:
     """Liveness for load balancers: no login, no data; `ok` when the ledger opens."""
     try:
         with connections[LEDGER].cursor() as cursor:
-            cursor.execute("SELECT 1 FROM sqlite_master LIMIT 1")
+            # Reads the catalogue: a ledger file that cannot be opened fails here.
+            cursor.execute(f"SELECT 1 FROM ({dialect.table_names_sql()}) AS t LIMIT 1")
     except DatabaseError:
         return HttpResponse("ledger unavailable\n", status=503, content_type="text/plain")
     return HttpResponse("ok\n", content_type="text/plain")

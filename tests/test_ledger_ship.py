@@ -5,7 +5,8 @@ from io import StringIO
 
 import psycopg
 import pytest
-from builders import T0, LedgerBuilder
+from builders import T0, LedgerBuilder, parse_html, use_ledger
+from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from importers import ship as ship_module
@@ -185,3 +186,35 @@ def test_odd_values_are_shipped_as_they_are_meant_or_reported(tmp_path, postgres
         assert pg.execute(
             "SELECT principal_is_user, hooks_handled FROM nexus_requests"
         ).fetchall() == [(True, False)]
+
+
+@pytest.fixture
+def browsing(postgres_database):
+    """The ledger aliases on the central ledger for one test, then back where they were."""
+    original = settings.LEDGER_DB
+    use_ledger(postgres_database)
+    yield
+    use_ledger(original)
+
+
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_the_overview_of_the_central_ledger_shows_which_hosts_shipped_and_when(
+    host_ledger, postgres_database, viewer_client, browsing
+):
+    run_ship(host_ledger.path, postgres_database)
+    page = viewer_client.get("/")
+    assert page.status_code == 200
+    card = parse_html(page.content).find(".//div[@id='shipments']")
+    cells = [" ".join("".join(c.itertext()).split()) for c in card.iter() if c.tag in ("td", "th")]
+    # host, when (the run's time, not the rows' of a year ago), rows added: 2 sessions, 2 turns,
+    # 4 messages, 2 tool calls, 2 requests
+    assert cells[-3:] == ["agent-1", "just now", "12"]
+    shipments = viewer_client.get("/?format=json").json()["shipments"]
+    assert [(s["host"], s["source"], s["problems"]) for s in shipments] == [
+        ("agent-1", str(host_ledger.path), 0)
+    ]
+    # What was shipped is browsed like any ledger.
+    listed = viewer_client.get("/sessions/?format=json").json()
+    ids = [s["id"] for s in listed["sessions"]]
+    assert sorted(ids) == ["S000001", "S000006"]
+    assert viewer_client.get(f"/sessions/{ids[0]}/").status_code == 200
