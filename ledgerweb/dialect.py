@@ -1,8 +1,9 @@
-"""The SQL that differs between a SQLite ledger and a PostgreSQL one, in one place.
+"""What differs between a SQLite ledger and a PostgreSQL one and cannot be shared, in one place.
 
-Every function returns SQL text (with %s placeholders) for the ledger alias's engine; callers
-write one query and ask here for the parts that differ. SQLite stays the reference: the
-PostgreSQL twin of each piece must give the same rows (tests run on both, see tests/README).
+Most ledger SQL runs unchanged on both: a PostgreSQL ledger has the SQLite functions it uses
+(ledgerweb/sql/postgres/functions.sql). What is left is here: SQL text (with %s placeholders)
+for the ledger alias's engine, and plain_number to read a value back as SQLite gives it.
+SQLite stays the reference: make test runs the page tests on both (tests/pg_ledger.py).
 """
 
 from decimal import Decimal

@@ -34,7 +34,7 @@ from django.db import connections, models, transaction
 
 from ledgerweb import dialect, sqlite
 from ledgerweb.costs import tier_band_sql
-from ledgerweb.db import LEDGER, ledger_path_of
+from ledgerweb.db import LEDGER, ledger_identity
 from ledgerweb.timestamps import now_ms
 from pipeline.costs import usable_tokens_sql
 from pipeline.flags import HANDLED_BY, flag_state
@@ -273,7 +273,7 @@ def ledger_key() -> str:
     cannot carry an id of ours: a ledger is recognised at its path by an anchor, one of its
     requests (id and started_at, by the primary key). A file replaced or rebuilt there lacks the
     anchor (its ids are new ULIDs) and gets a new random key: its hours are built afresh."""
-    path = str(ledger_path_of())
+    path = ledger_identity()  # the file, or the PostgreSQL database
     newest = _newest_request()
     if newest is None:  # no request to recognise it by: only the per-hour checks judge its hours
         return f"unanchored:{path}"
@@ -349,7 +349,7 @@ def plan(
     # chart and the next page, not only when `until` repeats to the millisecond.
     head_end = min(until_ms, settled_end)
     budget_s = BUILD_BUDGET_S if budget_s is None else budget_s
-    key: tuple = (str(ledger_path_of()), since_ms, head_end)
+    key: tuple = (ledger_identity(), since_ms, head_end)
     if budget_s == 0:
         # Nothing to build here (a summariser builds the hours): a plan with hours missing is
         # kept too, for a few seconds, so that a dashboard's seven charts share one. Hours

@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 from ledgerweb import sqlite
 from ledgerweb.costs import CostSum, TurnCost
-from ledgerweb.db import ledger_path_of
+from ledgerweb.db import ledger_identity
 from ledgerweb.prices import TokenUsage
 from ledgerweb.text import plain_preview
 from ledgerweb.timestamps import elapsed_ms
@@ -143,7 +143,7 @@ _big_tree_key: list = [None]
 
 def load_tree(session: Session) -> SessionTree:
     """The session's tree, as the ledger holds it now."""
-    key = (str(ledger_path_of()), session.id)
+    key = (ledger_identity(), session.id)
 
     def make(limit: int) -> tuple[SessionTree, bool]:
         session_tree = _read_tree(session)
