@@ -209,6 +209,7 @@ def test_the_overview_of_the_central_ledger_shows_which_hosts_shipped_and_when(
     # host, when (the run's time, not the rows' of a year ago), rows added: 2 sessions, 2 turns,
     # 4 messages, 2 tool calls, 2 requests
     assert cells[-3:] == ["agent-1", "just now", "12"]
+    assert "Other tables" not in page.content.decode()  # the shipments table is ledgerweb's own
     shipments = viewer_client.get("/?format=json").json()["shipments"]
     assert [(s["host"], s["source"], s["problems"]) for s in shipments] == [
         ("agent-1", str(host_ledger.path), 0)
