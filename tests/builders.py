@@ -22,14 +22,15 @@ def use_ledger(path: Path | str) -> None:
     """Point both ledger aliases (and the settings) at another ledger file or PostgreSQL URL."""
     for alias, entry in ledger_databases(path, settings.LEDGER_QUERY_TIMEOUT_MS).items():
         connections[alias].close()
-        if connections[alias].settings_dict["ENGINE"] != entry["ENGINE"]:
+        # A PostgreSQL URL may name another server (host, port, user): all of it is taken.
+        if is_postgres_url(path) or connections[alias].settings_dict["ENGINE"] != entry["ENGINE"]:
             _switch_engine(alias, entry)
         connections[alias].settings_dict["NAME"] = entry["NAME"]
     settings.LEDGER_DB = path
 
 
 def _switch_engine(alias: str, entry: dict) -> None:
-    """A ledger alias moves from SQLite to PostgreSQL (or back): a new connection object."""
+    """A ledger alias moves to another engine or server: a new connection object."""
     settings.DATABASES[alias] = entry
     configured = connections.configure_settings({"default": {}, alias: entry})
     connections.settings[alias] = configured[alias]

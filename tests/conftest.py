@@ -23,6 +23,7 @@ from pg_ledger import (  # noqa: F401 - the --ledger-backend option and the fixt
     postgres_database,
     postgres_server,
     pytest_addoption,
+    pytest_collection_modifyitems,
 )
 
 from ledgerweb import schema

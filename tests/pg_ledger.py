@@ -43,6 +43,46 @@ def postgres_database(postgres_server) -> str:
     return postgres_server.create_database(f"test_{next(_serial)}")
 
 
+# Tests that fail on a PostgreSQL ledger, each with why: marked as expected failures on the
+# PostgreSQL pass (strict: one that starts passing fails, so this list stays true).
+KNOWN_TO_FAIL_ON_POSTGRES = {
+    "test_admin.py::test_admins_see_the_retention_dry_run_and_nothing_changes": "retention is not built for PostgreSQL: the admin says so instead of a dry run",
+    "test_health.py::test_a_ledger_not_in_wal_mode_gets_a_warning": "the test sets SQLite's journal mode (PRAGMA); PostgreSQL has none to warn about",
+    "test_health.py::test_the_page_lists_every_check_with_its_result_and_when_it_ran": "the test expects SQLite's 'in WAL mode' wording; PostgreSQL's passed check says so",
+    "test_overview.py::test_overview_names_the_open_ledger": "the test expects the SQLite file's name and journal mode wal",
+    "test_overview.py::test_a_ledger_not_in_wal_mode_gets_a_warning": "the test sets SQLite's journal mode (PRAGMA)",
+    "test_overview.py::test_the_ledger_file_is_unchanged_by_browsing": "the test checkpoints and hashes the SQLite file",
+    "test_databases.py::test_a_write_through_the_browsing_connection_fails": "the test expects SQLite's error; PostgreSQL refuses with 'read-only transaction' "
+    "(tests/test_postgres_ledger.py checks that)",
+    "test_databases.py::test_an_accidental_save_of_a_ledger_model_fails": "the test expects SQLite's error; PostgreSQL refuses with 'read-only transaction'",
+}
+
+
+# Tests that swap the ledger for a missing SQLite file mid-test: back from SQLite to PostgreSQL,
+# the test transaction's teardown still flushes the missing file. Not run on that pass.
+MISSING_FILE = "swaps the ledger for a missing SQLite file: not a PostgreSQL case"
+NOT_RUN_ON_POSTGRES = dict.fromkeys(
+    (
+        "test_databases.py::test_a_missing_ledger_file_gives_a_clear_page",
+        "test_databases.py::test_healthz_says_unavailable_when_the_ledger_file_is_missing",
+        "test_overview.py::test_healthz_says_unavailable_when_the_ledger_does_not_open",
+    ),
+    MISSING_FILE,
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--ledger-backend") != "postgres":
+        return
+    for item in items:
+        where = f"{item.path.name}::{item.originalname}"
+        if where in KNOWN_TO_FAIL_ON_POSTGRES:
+            reason = KNOWN_TO_FAIL_ON_POSTGRES[where]
+            item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+        if where in NOT_RUN_ON_POSTGRES:
+            item.add_marker(pytest.mark.skip(reason=NOT_RUN_ON_POSTGRES[where]))
+
+
 class PostgresLedgers:
     """One throwaway server for a whole run; a fresh ledger database per test, copied from a
     template holding the DDL (CREATE DATABASE … TEMPLATE is a file copy: a few ms)."""
