@@ -45,22 +45,30 @@ def postgres_database(postgres_server) -> str:
 
 # Tests that fail on a PostgreSQL ledger, each with why: marked as expected failures on the
 # PostgreSQL pass (strict: one that starts passing fails, so this list stays true).
+RETENTION = "retention is not built for PostgreSQL: the admin says so instead of a dry run"
+SETS_JOURNAL_MODE = "the test sets SQLite's journal mode (PRAGMA): PostgreSQL has none"
+SQLITE_WORDS = "the test expects SQLite's wording (WAL mode, the file's name)"
+SQLITE_FILE = "the test checkpoints and hashes the SQLite file"
+SQLITE_ERROR = "the test expects SQLite's error (test_postgres_ledger.py checks PostgreSQL's)"
 KNOWN_TO_FAIL_ON_POSTGRES = {
-    "test_admin.py::test_admins_see_the_retention_dry_run_and_nothing_changes": "retention is not built for PostgreSQL: the admin says so instead of a dry run",
-    "test_health.py::test_a_ledger_not_in_wal_mode_gets_a_warning": "the test sets SQLite's journal mode (PRAGMA); PostgreSQL has none to warn about",
-    "test_health.py::test_the_page_lists_every_check_with_its_result_and_when_it_ran": "the test expects SQLite's 'in WAL mode' wording; PostgreSQL's passed check says so",
-    "test_overview.py::test_overview_names_the_open_ledger": "the test expects the SQLite file's name and journal mode wal",
-    "test_overview.py::test_a_ledger_not_in_wal_mode_gets_a_warning": "the test sets SQLite's journal mode (PRAGMA)",
-    "test_overview.py::test_the_ledger_file_is_unchanged_by_browsing": "the test checkpoints and hashes the SQLite file",
-    "test_databases.py::test_a_write_through_the_browsing_connection_fails": "the test expects SQLite's error; PostgreSQL refuses with 'read-only transaction' "
-    "(tests/test_postgres_ledger.py checks that)",
-    "test_databases.py::test_an_accidental_save_of_a_ledger_model_fails": "the test expects SQLite's error; PostgreSQL refuses with 'read-only transaction'",
+    "test_admin.py::test_admins_see_the_retention_dry_run_and_nothing_changes": RETENTION,
+    "test_health.py::test_a_ledger_not_in_wal_mode_gets_a_warning": SETS_JOURNAL_MODE,
+    "test_health.py::test_the_page_lists_every_check_with_its_result_and_when_it_ran": (
+        SQLITE_WORDS
+    ),
+    "test_overview.py::test_overview_names_the_open_ledger": SQLITE_WORDS,
+    "test_overview.py::test_a_ledger_not_in_wal_mode_gets_a_warning": SETS_JOURNAL_MODE,
+    "test_overview.py::test_the_ledger_file_is_unchanged_by_browsing": SQLITE_FILE,
+    "test_databases.py::test_a_write_through_the_browsing_connection_fails": SQLITE_ERROR,
+    "test_databases.py::test_an_accidental_save_of_a_ledger_model_fails": SQLITE_ERROR,
 }
 
 
 # Tests that swap the ledger for a missing SQLite file mid-test: back from SQLite to PostgreSQL,
 # the test transaction's teardown still flushes the missing file. Not run on that pass.
 MISSING_FILE = "swaps the ledger for a missing SQLite file: not a PostgreSQL case"
+# And tests that open the ledger file with sqlite3 (on PostgreSQL they would create one).
+OPENS_THE_FILE = "opens the ledger file with sqlite3: not a PostgreSQL case"
 NOT_RUN_ON_POSTGRES = dict.fromkeys(
     (
         "test_databases.py::test_a_missing_ledger_file_gives_a_clear_page",
@@ -68,6 +76,12 @@ NOT_RUN_ON_POSTGRES = dict.fromkeys(
         "test_overview.py::test_healthz_says_unavailable_when_the_ledger_does_not_open",
     ),
     MISSING_FILE,
+) | dict.fromkeys(
+    (
+        "test_databases.py::test_migrate_never_creates_a_table_in_the_ledger",
+        "test_databases.py::test_migrate_refuses_to_run_on_the_ledger",
+    ),
+    OPENS_THE_FILE,
 )
 
 
