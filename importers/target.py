@@ -107,7 +107,7 @@ def fit_for_postgres(value, sql_type: str, where: str):
     if isinstance(value, str) and sql_type in ("INTEGER", "REAL", "BOOLEAN"):
         # PostgreSQL would parse '17' or 'true', but ledgerweb reads text there as unreadable
         # on SQLite (pipeline/flags.py): stored as a number it would say something else.
-        raise ValueError(f"{where} holds the text {value[:40]!r}, not a {sql_type.lower()}")
+        raise ValueError(f"{where} holds the text {value[:40]!r} where {sql_type} is declared")
     if isinstance(value, bytes):
         raise ValueError(f"{where} holds bytes (a BLOB), which a {sql_type} column cannot hold")
     if isinstance(value, str) and "\x00" in value:
