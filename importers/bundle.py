@@ -18,9 +18,9 @@ from ledgerfacts import ulid
 from ledgerfacts.schema import OPTIONAL_TABLES
 
 TABLES = ("sessions", "turns", "messages", "tool_calls", "compactions", "turn_usage")
-# Tables a ledger may lack (ARCHITECTURE.md §2, ledgerweb/sql/): the summary names them only when
-# rows were written or found.
-OPTIONAL = OPTIONAL_TABLES
+# Tables a ledger may lack (ARCHITECTURE.md §2, ledgerweb/sql/), and the Nexus Ledger's requests
+# that only ledger_ship writes: the summary names them only when rows were written or found.
+OPTIONAL = (*OPTIONAL_TABLES, "nexus_requests")
 
 
 @dataclass
@@ -72,6 +72,7 @@ class ImportReport:
         self.wrong_formats: list[tuple[str, str]] = []  # (input, message)
         self.empty_inputs: list[str] = []
         self.waits: list[tuple[str, str]] = []  # (where, why) of records for a later import
+        self.collisions: list[tuple[str, str]] = []  # (where, why): one id, other content
 
     def skipped(self, where: str, why: str) -> None:
         """A malformed line or row, left out: where = "file.jsonl:12"."""
@@ -93,6 +94,10 @@ class ImportReport:
     def repaired(self, what: str, n: int = 1) -> None:
         """Records imported with a stand-in for a value they lacked (said how in `what`)."""
         self.repairs[what] += n
+
+    def collided(self, where: str, why: str) -> None:
+        """A row whose id the ledger already holds for something else: kept as it was there."""
+        self.collisions.append((where, why))
 
     def session_failed(self, where: str, why: str) -> None:
         """A session left out entirely (nothing of it written)."""
@@ -122,13 +127,15 @@ class ImportReport:
             problems.append(f"{len(self.failed_sessions)} session(s) left out entirely")
         if self.skips:
             problems.append(f"{len(self.skips)} malformed record(s) skipped")
+        if self.collisions:
+            problems.append(f"{len(self.collisions)} id collision(s) not written")
         return problems
 
     def summary_lines(self) -> list[str]:
         lines = [
             f"{table}: {self.added[table]} added, {self.present[table]} already there"
             + (f", {self.updated[table]} brought up to date" if self.updated[table] else "")
-            for table in TABLES
+            for table in (*TABLES, "nexus_requests")
             if self.added[table] or self.present[table] or table not in OPTIONAL
         ]
         if self.skips:
@@ -145,6 +152,12 @@ class ImportReport:
         if self.repairs:
             lines.append("Imported with a stand-in value:")
             lines += [f"  {what}: {n}" for what, n in sorted(self.repairs.items())]
+        if self.collisions:
+            title = (
+                f"Id collisions (the ledger holds other content under the id; "
+                f"kept, not overwritten): {len(self.collisions)}"
+            )
+            lines += _listed(title, self.collisions)
         if self.failed_sessions:
             lines.append(f"Sessions left out entirely: {len(self.failed_sessions)}")
             lines += [f"  {where}: {why}" for where, why in self.failed_sessions]

@@ -1,19 +1,24 @@
 """Write importer bundles into an Agents Ledger: one transaction per session, safe to repeat.
 
-Every row goes in with INSERT OR IGNORE on its (deterministic) id, so importing the same input
-again adds nothing, and a transcript that has grown adds only its new rows. Some existing rows
-move forward instead of being ignored, because the source went on after the last import: a turn
-or tool call the ledger holds as unfinished (pending/streaming) takes the finished status, times
-and tokens; a finished turn that the source shows ending later takes the later end and tokens;
-and the session's head, last activity, label and root are brought up to date. Nothing else of an
-existing row is changed, and nothing is ever deleted.
+The ledger is a SQLite file (ledger_import) or a central PostgreSQL database (ledger_ship): the
+SQL below runs on both through importers/target.py.
+
+Every row goes in with INSERT … ON CONFLICT DO NOTHING on its (deterministic) id, so importing the
+same input again adds nothing, and a transcript that has grown adds only its new rows. Some
+existing rows move forward instead of being ignored, because the source went on after the last
+import: a turn or tool call the ledger holds as unfinished (pending/streaming) takes the finished
+status, times and tokens; a finished turn that the source shows ending later takes the later end
+and tokens; and the session's head, last activity, label and root are brought up to date. Nothing
+else of an existing row is changed, and nothing is ever deleted. A row already there that differs
+in anything else is a collision (two sources gave one id to different things): reported, never
+overwritten.
 """
 
-import sqlite3
 from collections import Counter
 
 from importers.bundle import ImportReport, SessionBundle
-from ledgerfacts.schema import ddl, expected_columns, table_statements
+from importers.target import WriteTarget
+from ledgerfacts.schema import expected_columns
 
 FINISHED = ("completed", "failed")
 # The columns a finished source row may bring to a row the ledger holds as unfinished.
@@ -28,27 +33,34 @@ PROGRESS_COLUMNS = {
     ),
     "tool_calls": ("status", "result", "error", "completed_at"),
 }
+# Columns of a row already there that the source may legitimately have moved on: the progress
+# above, a session's head and activity (and its status: a user may have archived it since), a
+# turn's growing usage. Any other difference is a collision.
+MAY_MOVE = {
+    "sessions": ("label", "root_turn_id", "current_turn_id", "updated_at", "status"),
+    **PROGRESS_COLUMNS,
+    "turn_usage": tuple(c.name for c in expected_columns()["turn_usage"]),
+}
+# How many ids one collision check looks up at a time (SQLite allows 32,766 parameters).
+ID_BATCH = 500
 
 
-def write(conn: sqlite3.Connection, bundle: SessionBundle, report: ImportReport) -> None:
+def write(conn, bundle: SessionBundle, report: ImportReport) -> None:
     """Write one session (and then its subagent children) each in one transaction.
 
     INSERT OR IGNORE on every row, so importing again adds nothing; a grown transcript adds only
     its new turns/messages/tool calls and moves the session's current_turn_id/updated_at forward.
     Any error rolls that session back entirely and is reported with session_failed(). The
-    connection must not be inside a transaction when called.
+    connection (sqlite3 or psycopg) must be in autocommit mode, outside any transaction.
     """
+    target = conn if isinstance(conn, WriteTarget) else WriteTarget(conn)
     counts = {"added": Counter(), "present": Counter(), "updated": Counter()}
     unmapped: Counter[str] = Counter()
+    collisions: list[tuple[str, str]] = []
     try:
-        # IMMEDIATE takes the write lock now, so a live writer makes us wait (busy timeout)
-        # before anything is written rather than halfway through.
-        conn.execute("BEGIN IMMEDIATE")
-        _write_session(conn, bundle, counts, unmapped)
-        conn.execute("COMMIT")
+        with target.transaction():
+            _write_session(target, bundle, counts, unmapped, collisions)
     except Exception as error:  # noqa: BLE001 - any failure leaves the whole session out
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
         report.session_failed(bundle.where, f"{type(error).__name__}: {error}")
         for child in _descendants(bundle):
             report.session_failed(child.where, "its parent session could not be imported")
@@ -57,42 +69,78 @@ def write(conn: sqlite3.Connection, bundle: SessionBundle, report: ImportReport)
         getattr(report, name).update(counter)
     for what, n in unmapped.items():
         report.unmapped(what, n)
+    for where, why in collisions:
+        report.collided(where, why)
     for child in bundle.children:
-        write(conn, child, report)
+        write(target, child, report)
 
 
-def _write_session(conn, bundle: SessionBundle, counts: dict, unmapped: Counter) -> None:
+def _write_session(
+    target: WriteTarget, bundle: SessionBundle, counts: dict, unmapped: Counter, collisions: list
+) -> None:
     for table, rows in bundle.rows().items():
         if not rows:
             continue
-        if table == "compactions" and not _has_table(conn, "compactions"):
+        if table == "compactions" and not target.has_table("compactions"):
             unmapped["compactions (this ledger has no compactions table)"] += len(rows)
             continue
-        if table == "turn_usage" and not _has_table(conn, "turn_usage"):
+        if table == "turn_usage" and not target.has_table("turn_usage"):
             # ledgerweb's own optional table (ledgerweb/sql/turn_usage.sql): an import that
             # knows billed input brings it, so the pages can show it and price cache tokens.
-            for statement in table_statements(ddl(("turn_usage.sql",))):
-                conn.execute(statement)
-        added = _insert(conn, table, rows)
+            target.create_table("turn_usage.sql")
+        added = _insert(target, table, rows)
         counts["added"][table] += added
         counts["present"][table] += len(rows) - added
+        if added < len(rows):
+            # Before the updates below: they bring the stored row to the source's values.
+            collisions += _collisions(target, table, rows, bundle.where)
         if table in PROGRESS_COLUMNS:
-            counts["updated"][table] += _finish_unfinished(conn, table, rows)
+            counts["updated"][table] += _finish_unfinished(target, table, rows)
         elif table == "turn_usage":
-            counts["updated"][table] += _grow_usage(conn, rows)
+            counts["updated"][table] += _grow_usage(target, rows)
     if counts["added"]["sessions"] == 0:
-        counts["updated"]["sessions"] += _move_session_forward(conn, bundle.session)
+        counts["updated"]["sessions"] += _move_session_forward(target, bundle.session)
 
 
-def _insert(conn: sqlite3.Connection, table: str, rows: list[dict]) -> int:
+def _insert(target: WriteTarget, table: str, rows: list[dict]) -> int:
     columns = _columns_of(table, rows)
     sql = (
-        f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) "
-        f"VALUES ({', '.join('?' * len(columns))})"
+        f"INSERT INTO {table} ({', '.join(columns)}) "
+        f"VALUES ({', '.join('?' * len(columns))}) ON CONFLICT DO NOTHING"
     )
-    before = conn.total_changes
-    conn.executemany(sql, [tuple(row.get(c) for c in columns) for row in rows])
-    return conn.total_changes - before
+    return target.executemany(sql, [target.values(table, columns, row) for row in rows])
+
+
+def _collisions(target: WriteTarget, table: str, rows: list[dict], where: str) -> list:
+    """(where, why) for each row already stored under its id with other content than a
+    legitimate update would give it: two sources gave one id to different things."""
+    key = "turn_id" if table in ("compactions", "turn_usage") else "id"
+    may_move = (key, *MAY_MOVE.get(table, ()))
+    fixed = [key] + [c for c in _columns_of(table, rows) if c not in may_move]
+    if len(fixed) == 1:
+        return []  # nothing of such a row is fixed (turn_usage grows)
+    found = []
+    for start in range(0, len(rows), ID_BATCH):
+        batch = {row[key]: row for row in rows[start : start + ID_BATCH]}
+        stored = target.fetchall(
+            f"SELECT {', '.join(fixed)} FROM {table} WHERE {key} IN"
+            f" ({', '.join('?' * len(batch))})",
+            list(batch),
+        )
+        for values in stored:
+            theirs = dict(zip(fixed, values, strict=True))
+            row = batch[theirs[key]]
+            differ = [c for c in fixed if not _same(row.get(c), theirs[c])]
+            if differ:
+                found.append((where, f"{table} {row[key]}: other {', '.join(differ)} already"))
+    return found
+
+
+def _same(ours, theirs) -> bool:
+    """Equal as stored: SQLite's 2.0 is PostgreSQL's 2, SQLite's 1 is PostgreSQL's true."""
+    if ours == theirs:
+        return True
+    return ours is not None and theirs is not None and str(ours) == str(theirs)
 
 
 def _columns_of(table: str, rows: list[dict]) -> list[str]:
@@ -104,7 +152,7 @@ def _columns_of(table: str, rows: list[dict]) -> list[str]:
     return [name for name in known if name in given]
 
 
-def _finish_unfinished(conn: sqlite3.Connection, table: str, rows: list[dict]) -> int:
+def _finish_unfinished(target: WriteTarget, table: str, rows: list[dict]) -> int:
     """Bring rows the ledger holds as unfinished up to date with a source that finished them.
 
     A turn also moves forward when the source shows it went on longer (a transcript imported
@@ -114,69 +162,108 @@ def _finish_unfinished(conn: sqlite3.Connection, table: str, rows: list[dict]) -
     if not finished:
         return 0
     later = " OR completed_at < :completed_at" if table == "turns" else ""
-    before = conn.total_changes
+    updated = 0
     for row in finished:
         columns = [c for c in PROGRESS_COLUMNS[table] if c in row]
-        conn.execute(
+        values = dict(zip(columns, target.values(table, columns, row), strict=True))
+        updated += target.execute(
             f"UPDATE {table} SET {', '.join(f'{c} = :{c}' for c in columns)} "
             f"WHERE id = :id AND (status IN ('pending', 'streaming'){later})",
-            {
-                **{c: row[c] for c in columns},
-                "id": row["id"],
-                "completed_at": row.get("completed_at"),
-            },
+            {**values, "id": row["id"], "completed_at": values.get("completed_at")},
         )
-    return conn.total_changes - before
+    return updated
 
 
-def _grow_usage(conn: sqlite3.Connection, rows: list[dict]) -> int:
+def _grow_usage(target: WriteTarget, rows: list[dict]) -> int:
     """A turn that made more model calls since the last import (it was still running) takes
     the source's larger usage; the same usage again changes nothing."""
-    before = conn.total_changes
-    conn.executemany(
+    return target.executemany(
         """UPDATE turn_usage SET model_calls = :model_calls, input_tokens = :input_tokens,
                cache_read_tokens = :cache_read_tokens, cache_write_tokens = :cache_write_tokens,
                output_tokens = :output_tokens
            WHERE turn_id = :turn_id AND model_calls < :model_calls""",
         rows,
     )
-    return conn.total_changes - before
 
 
-def _move_session_forward(conn: sqlite3.Connection, session: dict) -> int:
+def _move_session_forward(target: WriteTarget, session: dict) -> int:
     """Bring an imported session's head and last activity up to date; fill a missing label/root.
 
     The status is left alone: a user may have archived the session since the last import.
     """
-    cursor = conn.execute(
+    columns = ["id", "label", "root_turn_id", "current_turn_id", "updated_at"]
+    values = dict(zip(columns, target.values("sessions", columns, session), strict=True))
+    # CASTs: PostgreSQL must know a parameter's type to test it for NULL.
+    return target.execute(
         """
         UPDATE sessions SET
-            label = COALESCE(label, :label),
-            root_turn_id = COALESCE(root_turn_id, :root_turn_id),
+            label = COALESCE(label, CAST(:label AS TEXT)),
+            root_turn_id = COALESCE(root_turn_id, CAST(:root_turn_id AS TEXT)),
             current_turn_id = CASE WHEN updated_at < :updated_at
-                THEN COALESCE(:current_turn_id, current_turn_id) ELSE current_turn_id END,
-            updated_at = MAX(updated_at, :updated_at)
+                THEN COALESCE(CAST(:current_turn_id AS TEXT), current_turn_id)
+                ELSE current_turn_id END,
+            updated_at = CASE WHEN updated_at < :updated_at THEN :updated_at ELSE updated_at END
         WHERE id = :id AND (
             updated_at < :updated_at
-            OR (label IS NULL AND :label IS NOT NULL)
-            OR (root_turn_id IS NULL AND :root_turn_id IS NOT NULL))
+            OR (label IS NULL AND CAST(:label AS TEXT) IS NOT NULL)
+            OR (root_turn_id IS NULL AND CAST(:root_turn_id AS TEXT) IS NOT NULL))
         """,
-        {
-            "id": session["id"],
-            "label": session.get("label"),
-            "root_turn_id": session.get("root_turn_id"),
-            "current_turn_id": session.get("current_turn_id"),
-            "updated_at": session["updated_at"],
-        },
+        values,
     )
-    return cursor.rowcount
 
 
-def _has_table(conn: sqlite3.Connection, name: str) -> bool:
-    found = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
-    ).fetchone()
-    return found is not None
+def write_requests(conn, rows: list[dict], where: str, report: ImportReport) -> None:
+    """Nexus Ledger rows (ledger_ship), in one transaction. The runtime upserts a request stage
+    by stage: a row the ledger holds as still processing takes the source's later state; a row
+    it holds as finished and the source shows otherwise is a collision, reported and kept."""
+    target = conn if isinstance(conn, WriteTarget) else WriteTarget(conn)
+    try:
+        with target.transaction():
+            added = _insert(target, "nexus_requests", rows)
+            updated, collisions = _advance_requests(target, rows) if added < len(rows) else (0, [])
+    except Exception as error:  # noqa: BLE001 - one bad row: the others go in one by one
+        if len(rows) > 1:
+            for row in rows:
+                write_requests(target, [row], where, report)
+        else:
+            report.session_failed(
+                f"{where} {rows[0].get('id')}", f"{type(error).__name__}: {error}"
+            )
+        return
+    report.added["nexus_requests"] += added
+    report.present["nexus_requests"] += len(rows) - added
+    report.updated["nexus_requests"] += updated
+    for request_id, differ in collisions:
+        report.collided(where, f"nexus_requests {request_id}: other {', '.join(differ)} already")
+
+
+def _advance_requests(target: WriteTarget, rows: list[dict]) -> tuple[int, list]:
+    columns = _columns_of("nexus_requests", rows)
+    by_id = {row["id"]: row for row in rows}
+    updated, collisions = 0, []
+    for start in range(0, len(rows), ID_BATCH):
+        ids = [row["id"] for row in rows[start : start + ID_BATCH]]
+        stored = target.fetchall(
+            f"SELECT {', '.join(columns)} FROM nexus_requests"
+            f" WHERE id IN ({', '.join('?' * len(ids))})",
+            ids,
+        )
+        for values in stored:
+            theirs = dict(zip(columns, values, strict=True))
+            row = by_id[theirs["id"]]
+            differ = [c for c in columns if not _same(row.get(c), theirs[c])]
+            if not differ:
+                continue
+            if theirs["status"] != "processing":
+                collisions.append((row["id"], differ))
+                continue
+            fitted = dict(zip(columns, target.values("nexus_requests", columns, row), strict=True))
+            updated += target.execute(
+                f"UPDATE nexus_requests SET {', '.join(f'{c} = :{c}' for c in columns)}"
+                " WHERE id = :id AND status = 'processing'",
+                fitted,
+            )
+    return updated, collisions
 
 
 def _descendants(bundle: SessionBundle):

@@ -44,7 +44,7 @@ def token_count(value) -> int:
 def token_count_sql(column: str) -> str:
     return (
         f"(CASE WHEN typeof({column}) IN ('integer', 'real') AND {column} > 0"
-        f" AND {column} < {MAX_TOKENS} THEN CAST({column} AS INTEGER) ELSE 0 END)"
+        f" AND {column} < {MAX_TOKENS} THEN CAST({column} AS BIGINT) ELSE 0 END)"
     )
 
 
@@ -55,7 +55,9 @@ def tier_band_sql(input_per_call: str) -> str:
     starts = prices.tier_starts()
     if not starts:
         return "0"
-    return "(" + " + ".join(f"({input_per_call} > {int(start)})" for start in starts) + ")"
+    # CASE, not the comparison itself: SQLite adds 0/1, PostgreSQL cannot add booleans.
+    passes = (f"(CASE WHEN {input_per_call} > {int(start)} THEN 1 ELSE 0 END)" for start in starts)
+    return "(" + " + ".join(passes) + ")"
 
 
 def estimated_usage(prompt_tokens, completion_tokens) -> TokenUsage | None:

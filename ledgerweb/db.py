@@ -9,9 +9,15 @@ runtime, which writes it while we read it, so it gets two connections to the sam
 - `ledger_write` — the few explicit operator actions (archive, restore, fork, retention, import).
   Nothing is routed here: code that writes names it with `.using(LEDGER_WRITE)`, so a write is
   always a visible decision.
+
+LEDGER_DB may also be a PostgreSQL URL (a central ledger fed by many hosts, see ledger_ship): the
+same two aliases, read-only by `default_transaction_read_only` and time-limited by
+`statement_timeout` — the counterparts of `mode=ro` and the progress handler.
 """
 
 from pathlib import Path
+
+POSTGRES_SCHEMES = ("postgres", "postgresql", "pgsql")
 
 LEDGER = "ledger"
 LEDGER_WRITE = "ledger_write"
@@ -24,8 +30,23 @@ BUSY_TIMEOUT_S = 5
 CONN_MAX_AGE_S = 60
 
 
-def ledger_databases(path: Path) -> dict[str, dict]:
-    """DATABASES entries for a ledger file: a read-only alias and a writable one."""
+def is_postgres_url(location) -> bool:
+    return isinstance(location, str) and location.split("://", 1)[0] in POSTGRES_SCHEMES
+
+
+def ledger_location(raw: str, default: Path) -> Path | str:
+    """LEDGER_DB's value: a PostgreSQL URL as given, anything else a ledger file's path."""
+    raw = raw.strip()
+    if is_postgres_url(raw):
+        return raw
+    return Path(raw).expanduser().resolve() if raw else default
+
+
+def ledger_databases(location: Path | str, query_timeout_ms: int = 2000) -> dict[str, dict]:
+    """DATABASES entries for a ledger file or URL: a read-only alias and a writable one."""
+    if is_postgres_url(location):
+        return postgres_ledger_databases(location, query_timeout_ms)
+    path = location
     return {
         LEDGER: {
             "ENGINE": "django.db.backends.sqlite3",
@@ -51,6 +72,54 @@ def ledger_databases(path: Path) -> dict[str, dict]:
             "TEST": {"MIGRATE": False},
         },
     }
+
+
+def postgres_ledger_databases(url: str, query_timeout_ms: int) -> dict[str, dict]:
+    """The two aliases on a PostgreSQL ledger. Reads: every transaction read-only and every
+    statement stopped after the time limit, set on the connection itself so no query can escape
+    them; REPEATABLE READ so a request's queries share one snapshot, as a SQLite read transaction
+    does. The writable alias has neither: operator actions and ledger_ship may take their time."""
+    import dj_database_url
+    from psycopg import IsolationLevel
+
+    read = dj_database_url.parse(url, conn_max_age=CONN_MAX_AGE_S, conn_health_checks=True)
+    read["OPTIONS"] |= {
+        "options": (
+            f"-c default_transaction_read_only=on -c statement_timeout={query_timeout_ms}"
+            f" -c lock_timeout={BUSY_TIMEOUT_S * 1000}"
+        ),
+        "isolation_level": IsolationLevel.REPEATABLE_READ,
+    }
+    read |= {"ATOMIC_REQUESTS": True, "TEST": {"MIGRATE": False}}
+    write = dj_database_url.parse(url) | {"TEST": {"MIGRATE": False}}
+    return {LEDGER: read, LEDGER_WRITE: write}
+
+
+def ledger_is_postgres(alias: str = LEDGER) -> bool:
+    from django.db import connections
+
+    return connections[alias].vendor == "postgresql"
+
+
+def ledger_identity(alias: str = LEDGER) -> str:
+    """What tells one ledger from another, for keys of things derived from it: the file's path,
+    or the PostgreSQL database as user@host:port/name (never the password)."""
+    from django.db import connections
+
+    settings = connections[alias].settings_dict
+    if connections[alias].vendor != "postgresql":
+        return str(ledger_path_of(alias))
+    options = settings.get("OPTIONS", {})
+    host = settings.get("HOST") or options.get("host", "")
+    port = settings.get("PORT") or options.get("port", "")
+    return f"postgres://{settings.get('USER', '')}@{host}:{port}/{settings['NAME']}"
+
+
+def ledger_name(location: Path | str) -> str:
+    """The ledger's short name for page headers: the file's name, or the database's."""
+    if is_postgres_url(location):
+        return location.split("?", 1)[0].rsplit("/", 1)[-1]
+    return Path(location).name
 
 
 def ledger_path_of(alias: str = LEDGER) -> Path:

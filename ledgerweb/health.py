@@ -13,8 +13,8 @@ from django.urls import NoReverseMatch, reverse
 
 from ledgerfacts import schema
 from ledgerfacts.timestamps import now_ms
-from ledgerweb import prices, sqlite
-from ledgerweb.db import LEDGER, ledger_path_of
+from ledgerweb import dialect, prices, sqlite
+from ledgerweb.db import LEDGER, ledger_identity, ledger_path_of
 
 # The summariser (ledger_rollup --follow) runs the checks this often and keeps the report.
 EVERY_S = 3600
@@ -244,6 +244,8 @@ def unpriced_models(tables: set[str]) -> Finding:
 
 
 def file_facts() -> list[Finding]:
+    if dialect.on_postgres():
+        return _database_facts()
     path = ledger_path_of(LEDGER)
     findings = []
     mode = sqlite.journal_mode()
@@ -262,17 +264,34 @@ def file_facts() -> list[Finding]:
     (page_size,) = sqlite.rows("PRAGMA page_size")[0]
     size = path.stat().st_size if path.exists() else 0
     facts = [f"{size:,} bytes", f"{pages:,} pages of {page_size:,} bytes", f"journal mode {mode}"]
+    findings.append(
+        Finding("file", INFO, "the ledger file", sqlite.CappedCount(1, False),
+                [Example(fact) for fact in facts + _table_sizes()])
+    )  # fmt: skip
+    return findings
+
+
+def _database_facts() -> list[Finding]:
+    """file_facts' twin for a PostgreSQL ledger: no journal mode to warn about (readers never
+    block the writer there), the database's size and the tables' row counts."""
+    ((size,),) = sqlite.rows("SELECT pg_database_size(current_database())")
+    facts = [f"{size:,} bytes", f"database {ledger_identity()}"]
+    return [
+        # The check the WAL warning stands for, passed by construction.
+        Finding("journal mode", WARNING, "the ledger is in PostgreSQL: readers and the writer"
+                " do not block each other", NONE_FOUND, passed=True),
+        Finding("database", INFO, "the ledger database (PostgreSQL)", sqlite.CappedCount(1, False),
+                [Example(fact) for fact in facts + _table_sizes()]),
+    ]  # fmt: skip
+
+
+def _table_sizes() -> list[str]:
     tables = sqlite.table_names()
-    facts += [
+    return [
         f"{table}: {sqlite.capped_count(table, COUNT_CAP)} rows"
         for table in schema.LEDGER_TABLES
         if table in tables
     ]
-    findings.append(
-        Finding("file", INFO, "the ledger file", sqlite.CappedCount(1, False),
-                [Example(fact) for fact in facts])
-    )  # fmt: skip
-    return findings
 
 
 AGENTS_CHECKS: list[Callable] = [
@@ -333,7 +352,7 @@ def check_and_keep() -> Report:
     findings = run_checks()
     report = Report(findings, checked_at, now_ms() - checked_at)
     HealthReport.objects.update_or_create(
-        ledger_path=str(ledger_path_of()),
+        ledger_path=ledger_identity(),
         defaults={
             "checked_at": report.checked_at,
             "took_ms": report.took_ms,
@@ -347,7 +366,7 @@ def kept_report() -> Report | None:
     """The last report kept for this ledger, if any."""
     from ledgerweb.models import HealthReport
 
-    kept = HealthReport.objects.filter(ledger_path=str(ledger_path_of())).first()
+    kept = HealthReport.objects.filter(ledger_path=ledger_identity()).first()
     if kept is None:
         return None
     findings = [

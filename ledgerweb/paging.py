@@ -26,7 +26,7 @@ def capped(qs, cap: int) -> CappedCount:
         return CappedCount(0, False)
     table = connection.ops.quote_name(qs.model._meta.db_table)
     sql = f"SELECT count(*) FROM (SELECT 1 FROM {table}"
-    sql += f" WHERE {where} LIMIT %s)" if where else " LIMIT %s)"
+    sql += f" WHERE {where} LIMIT %s) AS c" if where else " LIMIT %s) AS c"
     ((n,),) = rows(sql, [*params, cap + 1], qs.db)
     return CappedCount(min(n, cap), n > cap)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
-from ledgerweb.db import ledger_databases
+from ledgerweb.db import ledger_databases, ledger_location
 from ledgerweb.env import (
     env_bool,
     env_int,
@@ -43,7 +43,8 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
-LEDGER_DB = env_path("LEDGER_DB", VAR_DIR / "demo-ledger.sqlite3")
+# A ledger file, or a postgres:// URL to a central ledger (ledgerweb/db.py).
+LEDGER_DB = ledger_location(env_str("LEDGER_DB"), VAR_DIR / "demo-ledger.sqlite3")
 # ledgerweb's own database: a SQLite file's path, or a PostgreSQL URL (ledgerweb/state_db.py).
 DJANGO_DB = env_str("DJANGO_DB").strip()
 # Held by the background summariser (ledger_rollup --follow) while it runs: pages then leave
@@ -131,7 +132,7 @@ TEMPLATES = [
 
 DATABASES = {
     "default": state_database(DJANGO_DB, VAR_DIR / "django.sqlite3"),
-    **ledger_databases(LEDGER_DB),
+    **ledger_databases(LEDGER_DB, LEDGER_QUERY_TIMEOUT_MS),
 }
 DATABASE_ROUTERS = ["ledgerweb.db.LedgerRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -1,7 +1,9 @@
 """Everything SQLite-specific about reading a live ledger, in one place.
 
-When the ledger moves to PostgreSQL, this module is what changes: a statement_timeout instead of
-the progress handler, pg_class estimates instead of capped counts, no pragmas.
+On a PostgreSQL ledger (LEDGER_DB a URL) the same functions work through their counterparts:
+the connection's statement_timeout instead of the progress handler (ledgerweb/db.py), the
+snapshot instead of data_version, information_schema instead of sqlite_master; the SQL that
+differs is in ledgerweb/dialect.py.
 """
 
 import json
@@ -16,6 +18,7 @@ from django.db import connections
 from django.db.backends.signals import connection_created
 from django.db.models import Func, TextField
 
+from ledgerweb import dialect
 from ledgerweb.db import LEDGER
 
 # How many SQLite VM instructions run between two looks at the clock: small enough to stop
@@ -53,12 +56,42 @@ class _Deadline:
 
     def execute_wrapper(self, execute, sql, params, many, context):
         self.start()
+        savepoint = _QuerySavepoint(context["connection"], sql)
         try:
-            return execute(sql, params, many, context)
+            result = execute(sql, params, many, context)
         except Exception as error:
             if is_interrupted(error):
+                savepoint.roll_back()
                 raise LedgerQueryTimeout(self.limit_ms, sql) from error
             raise
+        savepoint.release()
+        return result
+
+
+class _QuerySavepoint:
+    """On PostgreSQL, a statement stopped by the time limit aborts the whole transaction, and a
+    request reads in one (ATOMIC_REQUESTS): the page could not even say what took too long. So
+    each query inside a transaction gets a savepoint, rolled back to after a timeout, as SQLite
+    goes on after an interrupted statement. Issued on the raw connection: not a query of ours.
+    Nothing on SQLite."""
+
+    NAME = "ledger_query"
+
+    def __init__(self, connection, sql: str):
+        self.raw = None
+        # Queries only: around Django's own SAVEPOINT/RELEASE, ours would release theirs.
+        query = sql.lstrip().upper().startswith(("SELECT", "WITH", "("))
+        if connection.vendor == "postgresql" and connection.in_atomic_block and query:
+            self.raw = connection.connection
+            self.raw.execute(f"SAVEPOINT {self.NAME}")
+
+    def roll_back(self) -> None:
+        if self.raw is not None:
+            self.raw.execute(f"ROLLBACK TO SAVEPOINT {self.NAME}")
+
+    def release(self) -> None:
+        if self.raw is not None:
+            self.raw.execute(f"RELEASE SAVEPOINT {self.NAME}")
 
 
 def is_interrupted(error: BaseException) -> bool:
@@ -67,6 +100,8 @@ def is_interrupted(error: BaseException) -> bool:
         if isinstance(error, LedgerQueryTimeout):
             return True
         if isinstance(error, sqlite3.OperationalError) and "interrupted" in str(error):
+            return True
+        if type(error).__name__ == "QueryCanceled":  # PostgreSQL's statement_timeout
             return True
         error = error.__cause__
     return False
@@ -82,6 +117,8 @@ def install_time_limit(sender, connection, **kwargs) -> None:
     if deadline is None:
         deadline = connection.ledger_deadline = _Deadline()
         connection.execute_wrappers.append(deadline.execute_wrapper)
+    if connection.vendor == "postgresql":
+        return  # the server stops the statement itself (statement_timeout, ledgerweb/db.py)
     connection.connection.set_progress_handler(deadline.progress_handler, PROGRESS_STEPS)
 
 
@@ -96,10 +133,21 @@ def longer_time_limit(limit_ms: int):
     connection.ensure_connection()
     deadline = connection.ledger_deadline
     previous, deadline.override_ms = deadline.override_ms, limit_ms
+    if connection.vendor == "postgresql":
+        _set_statement_timeout(connection, limit_ms)
     try:
         yield
     finally:
         deadline.override_ms = previous
+        if connection.vendor == "postgresql":
+            _set_statement_timeout(connection, previous or settings.LEDGER_QUERY_TIMEOUT_MS)
+
+
+def _set_statement_timeout(connection, limit_ms: int) -> None:
+    if connection.needs_rollback or connection.connection is None:
+        return  # an aborted transaction takes no command; the next connection starts afresh
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('statement_timeout', %s, false)", [str(limit_ms)])
 
 
 def rows(sql: str, params=(), alias: str = LEDGER, *, named: bool = False) -> list:
@@ -111,6 +159,8 @@ def rows(sql: str, params=(), alias: str = LEDGER, *, named: bool = False) -> li
     with connections[alias].cursor() as cursor:
         cursor.execute(sql, list(params))
         found = cursor.fetchall()
+        if connections[alias].vendor == "postgresql":
+            found = [tuple(map(dialect.plain_number, row)) for row in found]
         if not named:
             return found
         names = [column[0] for column in cursor.description]
@@ -122,7 +172,7 @@ def ledger_version() -> tuple[object, int]:
     PRAGMA data_version, which changes each time another connection (the runtime, our operator
     actions, an import) commits. Comparable only on the same open connection, hence the pair.
     Inside the request's read transaction it describes the snapshot the request reads."""
-    ((version,),) = rows("PRAGMA data_version")
+    ((version,),) = rows(dialect.version_sql())
     return connections[LEDGER].connection, version
 
 
@@ -154,9 +204,7 @@ class WhileUnchanged:
 
 
 def table_names(alias: str = LEDGER) -> set[str]:
-    return {
-        name for (name,) in rows("SELECT name FROM sqlite_master WHERE type = 'table'", (), alias)
-    }
+    return {name for (name,) in rows(dialect.table_names_sql(alias), (), alias)}
 
 
 @dataclass(frozen=True)
@@ -173,11 +221,16 @@ class CappedCount:
 def capped_count(table: str, cap: int, alias: str = LEDGER) -> CappedCount:
     """Count at most `cap` rows: bounded work on a table of any size."""
     quoted = connections[alias].ops.quote_name(table)
-    ((count,),) = rows(f"SELECT count(*) FROM (SELECT 1 FROM {quoted} LIMIT %s)", [cap + 1], alias)
+    ((count,),) = rows(
+        f"SELECT count(*) FROM (SELECT 1 FROM {quoted} LIMIT %s) AS c", [cap + 1], alias
+    )
     return CappedCount(min(count, cap), count > cap)
 
 
 def journal_mode(alias: str = LEDGER) -> str:
+    """SQLite's journal mode; 'postgresql' on PostgreSQL, where readers never block the writer."""
+    if dialect.on_postgres(alias):
+        return "postgresql"
     ((mode,),) = rows("PRAGMA journal_mode", (), alias)
     return str(mode).lower()
 
@@ -207,7 +260,8 @@ def distinct_prefixes(
     t, c = ops.quote_name(table), ops.quote_name(column)
     # The character right after the separator sorts after every "prefix<separator>…" key.
     after = chr(ord(separator) + 1)
-    prefix_of = f"CASE WHEN instr({c}, %s) > 0 THEN substr({c}, 1, instr({c}, %s) - 1) ELSE {c} END"
+    at = dialect.position("%s", c, alias)
+    prefix_of = f"CASE WHEN {at} > 0 THEN substr({c}, 1, {at} - 1) ELSE {c} END"
     sql = f"""
         WITH RECURSIVE p(prefix) AS (
             SELECT (SELECT {prefix_of} FROM {t} ORDER BY {c} LIMIT 1)
@@ -223,17 +277,19 @@ def distinct_prefixes(
 def in_list(ids) -> tuple[str, list[str]]:
     """SQL and parameter for `column IN <this>` over any number of ids, as ONE bound parameter
     (a JSON array read by json_each), so a query's text and count do not grow with the list.
-    On PostgreSQL this becomes `= ANY(%s)`."""
+    The same SQL on a PostgreSQL ledger, through its json_each (ledgerweb/sql/postgres/), and on
+    Django's own database, where the rollups use it too."""
     return "(SELECT value FROM json_each(%s))", [json.dumps(list(ids))]
 
 
 def json_array_has(column: str) -> str:
     """SQL true when `column` is a JSON array holding the bound parameter: exact, and safe on
-    invalid JSON (json_each would abort the whole query, so it only runs on valid arrays)."""
+    invalid JSON (json_each would abort the whole query, so it only runs on valid arrays). A
+    comparison, not SQLite's 0/1, so PostgreSQL reads it as a condition too."""
     return (
-        f"CASE WHEN json_valid({column}) THEN CASE WHEN json_type({column}) = 'array' THEN"
-        f" EXISTS (SELECT 1 FROM json_each({column}) WHERE type = 'text' AND value = %s)"
-        " ELSE 0 END ELSE 0 END"
+        f"(CASE WHEN json_valid({column}) THEN CASE WHEN json_type({column}) = 'array' THEN"
+        f" CASE WHEN EXISTS (SELECT 1 FROM json_each({column}) WHERE type = 'text' AND value = %s)"
+        " THEN 1 ELSE 0 END ELSE 0 END ELSE 0 END) = 1"
     )
 
 
@@ -256,6 +312,9 @@ class Unindexed(Func):
 
     template = "+%(expressions)s"
     output_field = TextField()
+
+    def as_postgresql(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="%(expressions)s", **extra)
 
 
 def routing_parent(key: str) -> str:

@@ -8,7 +8,7 @@ from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from ledgerweb import health, json_twins, sqlite
+from ledgerweb import dialect, health, json_twins, sqlite
 from ledgerweb.db import LEDGER
 from ledgerweb.http import respond
 from ledgerweb.params import answers_bad_parameters, choice, strict
@@ -21,7 +21,8 @@ from ledgerweb.params import answers_bad_parameters, choice, strict
 def healthz(request: HttpRequest) -> HttpResponse:
     """Liveness for load balancers: no login, no data; `ok` when the ledger opens."""
     try:
-        sqlite.rows("SELECT 1 FROM sqlite_master LIMIT 1")
+        # Reads the catalogue: a ledger file that cannot be opened fails here.
+        sqlite.rows(f"SELECT 1 FROM ({dialect.table_names_sql()}) AS t LIMIT 1")
     except DatabaseError:
         return HttpResponse("ledger unavailable\n", status=503, content_type="text/plain")
     return HttpResponse("ok\n", content_type="text/plain")

@@ -14,6 +14,7 @@ def overview(summary, staff: bool) -> dict:
             "other_tables": summary.other_tables,
             "schema_mismatches": summary.mismatches,
         },
+        "shipments": summary.shipments,
         "counts": {
             c.table: None if c.count is None else {"count": c.count.value, "capped": c.count.capped}
             for c in summary.counts

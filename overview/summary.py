@@ -7,12 +7,15 @@ from django.db import connections
 
 from ledgerfacts import schema
 from ledgerfacts.timestamps import now_ms
-from ledgerweb import sqlite
+from ledgerweb import dialect, sqlite
 from ledgerweb.costs import CostSum
-from ledgerweb.db import LEDGER, ledger_path_of
+from ledgerweb.db import LEDGER, ledger_identity, ledger_path_of
+from ledgerweb.pg_schema import inspect_postgres_ledger
 from pipeline.charts import window_costs
 
 COUNT_CAP = 10_000
+SHIPMENTS = "ledger_shipments"  # ledgerweb/sql/postgres/ledger_shipments.sql
+MAX_SHIPMENTS = 50
 COST_WINDOWS = ("24h", "30d")
 LATEST = 8
 DAY_MS = 86_400_000
@@ -24,9 +27,20 @@ class TableCount:
     count: sqlite.CappedCount | None  # None: the ledger has no such table
 
 
+@dataclass(frozen=True)
+class DatabasePlace:
+    """Where a PostgreSQL ledger is, in the terms the page uses for a file: a name and where."""
+
+    name: str
+    where: str
+
+    def __str__(self) -> str:
+        return self.where
+
+
 @dataclass
 class LedgerOverview:
-    path: Path
+    path: Path | DatabasePlace
     size_bytes: int
     wal_bytes: int
     journal_mode: str
@@ -37,6 +51,8 @@ class LedgerOverview:
     last_day: dict[str, int] = field(default_factory=dict)
     latest_sessions: list[dict] = field(default_factory=list)
     latest_requests: list[dict] = field(default_factory=list)
+    # Central ledger (PostgreSQL) only: the agent hosts that shipped into it (ledger_ship).
+    shipments: list[dict] = field(default_factory=list)
     # What the agent runs cost over the last 24 h and 30 d (the dashboard's cost chart totals).
     costs: dict[str, CostSum] = field(default_factory=dict)
     cost_notes: list[str] = field(default_factory=list)  # hours not summarised yet, said
@@ -51,21 +67,27 @@ class LedgerOverview:
 
 
 def ledger_overview() -> LedgerOverview:
-    path = ledger_path_of(LEDGER)
     conn = connections[LEDGER]
     conn.ensure_connection()
-    inspection = schema.inspect_ledger(conn.connection)
+    if dialect.on_postgres():
+        inspection = inspect_postgres_ledger(conn.connection)
+        path = DatabasePlace(conn.settings_dict["NAME"], ledger_identity())
+        size_bytes, wal_bytes = _scalar("SELECT pg_database_size(current_database())", []), 0
+    else:
+        inspection = schema.inspect_ledger(conn.connection)
+        path = ledger_path_of(LEDGER)
+        size_bytes, wal_bytes = _size(path), _size(path.with_name(path.name + "-wal"))
     present = inspection.tables
     overview = LedgerOverview(
         path=path,
-        size_bytes=_size(path),
-        wal_bytes=_size(path.with_name(path.name + "-wal")),
+        size_bytes=size_bytes,
+        wal_bytes=wal_bytes,
         journal_mode=sqlite.journal_mode(),
         counts=[
             TableCount(t, sqlite.capped_count(t, COUNT_CAP) if t in present else None)
             for t in schema.LEDGER_TABLES
         ],
-        other_tables=sorted(inspection.other_tables),
+        other_tables=sorted(inspection.other_tables - {SHIPMENTS}),  # ours: the card below
         missing_tables=sorted(inspection.missing_tables),
         mismatches=inspection.mismatches,
     )
@@ -99,6 +121,12 @@ def ledger_overview() -> LedgerOverview:
             last_day,
         )
         overview.costs, overview.cost_notes = window_costs(COST_WINDOWS)
+    if SHIPMENTS in present:
+        overview.shipments = _rows(
+            f"SELECT host, source, shipped_at, rows_added, problems FROM {SHIPMENTS}"
+            " ORDER BY shipped_at DESC LIMIT %s",
+            [MAX_SHIPMENTS],
+        )
     return overview
 
 

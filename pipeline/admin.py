@@ -6,7 +6,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from ledgerweb import sqlite
+from ledgerweb import dialect, sqlite
 from ledgerweb.admin import ReadOnlyLedgerAdmin, when
 from ledgerweb.db import LEDGER_WRITE, ledger_path_of
 from pipeline.models import NexusRequest
@@ -60,13 +60,18 @@ class NexusRequestAdmin(ReadOnlyLedgerAdmin):
         """What `manage.py ledger_retention` would do now, for admins (a dry run: no change)."""
         if not request.user.has_perm("pipeline.run_retention"):
             raise PermissionDenied
-        with sqlite.longer_time_limit(60_000):
-            report = apply_retention(ledger_path_of(LEDGER_WRITE), dry_run=True)
+        if dialect.on_postgres(LEDGER_WRITE):
+            # Retention moves rows to an archive ledger file (pipeline/retention.py): not built
+            # for a PostgreSQL ledger yet. Said, rather than a failure.
+            lines = ["Retention works on SQLite ledgers only: this ledger is in PostgreSQL."]
+        else:
+            with sqlite.longer_time_limit(60_000):
+                lines = apply_retention(ledger_path_of(LEDGER_WRITE), dry_run=True).lines()
         context = {
             **self.admin_site.each_context(request),
             "title": "Retention: what it would do",
             "opts": self.model._meta,
-            "lines": report.lines(),
+            "lines": lines,
         }
         return TemplateResponse(request, "pipeline/admin/nexusrequest/retention.html", context)
 

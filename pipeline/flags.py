@@ -37,7 +37,8 @@ HANDLED_BY = (
 )
 # True when that hook is among the hooks that fired: only then does it take the credit alone.
 NAMED_HANDLER_FIRED = (
-    f"CASE WHEN json_valid(hooks_fired) THEN CASE WHEN json_type(hooks_fired) = 'array' THEN"
-    f" EXISTS (SELECT 1 FROM json_each(hooks_fired) WHERE type = 'text' AND value = {HANDLED_BY})"
-    " ELSE 0 END ELSE 0 END"
+    f"(CASE WHEN json_valid(hooks_fired) THEN CASE WHEN json_type(hooks_fired) = 'array' THEN"
+    " CASE WHEN EXISTS (SELECT 1 FROM json_each(hooks_fired)"
+    f" WHERE type = 'text' AND value = {HANDLED_BY}) THEN 1 ELSE 0 END"
+    " ELSE 0 END ELSE 0 END) = 1"  # a comparison: a condition on PostgreSQL too
 )

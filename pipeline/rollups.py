@@ -33,9 +33,9 @@ import numpy as np
 from django.db import connections, models, transaction
 
 from ledgerfacts.timestamps import now_ms
-from ledgerweb import sqlite, state_db
+from ledgerweb import dialect, sqlite, state_db
 from ledgerweb.costs import tier_band_sql
-from ledgerweb.db import LEDGER, ledger_path_of
+from ledgerweb.db import LEDGER, ledger_identity
 from pipeline.costs import usable_tokens_sql
 from pipeline.flags import HANDLED_BY, flag_state
 from pipeline.models import (
@@ -88,7 +88,8 @@ FACTS = {
     # Token counts that are not usable whole numbers (12.5, 'lots', negative, 2^62: two of those
     # would overflow the sum and stop every chart) add nothing, and say so (sub).
     "tokens": f"""SELECT {_COLUMNS}, agent_model,
-            CASE WHEN {_TOTAL} = 0 AND agent_tokens_total IS NOT 0 THEN 'unreadable' END, count(*),
+            CASE WHEN {_TOTAL} = 0 AND agent_tokens_total IS DISTINCT FROM 0 THEN 'unreadable' END,
+            count(*),
             sum({_TOTAL}), NULL
         FROM nexus_requests WHERE {{where}} AND agent_tokens_total IS NOT NULL
         GROUP BY 1, 2, 3, 4, 5""",
@@ -104,10 +105,11 @@ FACTS = {
         FROM nexus_requests
         WHERE {{where}} AND (delivery_channel IS NOT NULL OR delivery_success IS NOT NULL)
         GROUP BY 1, 2, 3, 4, 5""",
-    # +status: the time range is the selective condition, not the status index (all failures).
+    # status || '': the time range is the selective condition, not the status index (all
+    # failures); SQLite uses no index on an expression (nor on +status, which PostgreSQL lacks).
     "failure": f"""SELECT {_COLUMNS}, error_stage, {SQL_FUNCTION}(error_message),
             count(*), NULL, max(started_at)
-        FROM nexus_requests WHERE {{where}} AND +status = 'failed' GROUP BY 1, 2, 3, 4, 5""",
+        FROM nexus_requests WHERE {{where}} AND status || '' = 'failed' GROUP BY 1, 2, 3, 4, 5""",
     # Hook columns are JSON arrays; _hook_facts turns these combinations (with the handled flag
     # and the hook hooks_context names as the handler) into per-hook rows before they are
     # stored or summed.
@@ -115,10 +117,13 @@ FACTS = {
             {flag_state("hooks_handled")}, {HANDLED_BY}
         FROM nexus_requests WHERE {{where}} GROUP BY 1, 2, 3, 4, 5, 7, 8""",
 }
-TIMINGS = f"""SELECT {_COLUMNS}, item.key, item.value, count(*)
+# The value as a number on both engines (PostgreSQL's json_each gives text, see
+# ledgerweb/sql/postgres/functions.sql); only numbers are cast, whatever order conditions run in.
+_TIMING = "CAST(CASE WHEN item.type IN ('integer', 'real') THEN item.value END AS DOUBLE PRECISION)"
+TIMINGS = f"""SELECT {_COLUMNS}, item.key, {_TIMING}, count(*)
     FROM nexus_requests, {{items}} AS item
-    WHERE {{where}} AND item.type IN ('integer', 'real') AND item.value >= 0
-      AND item.value < {MAX_STAGE_MS}
+    WHERE {{where}} AND item.type IN ('integer', 'real') AND {_TIMING} >= 0
+      AND {_TIMING} < {MAX_STAGE_MS}
     GROUP BY 1, 2, 3, 4, 5"""
 # Each failed row's signature, kept for "similar failures" (pipeline/signature_search.py).
 FAILURE_SIGNATURES = f"""SELECT rowid, {SQL_FUNCTION}(error_message) FROM nexus_requests
@@ -134,9 +139,16 @@ FACT_COLUMNS = (
     "agent_tokens_prompt", "agent_tokens_completion",  # the cost chart's "usage" fact
 )  # fmt: skip
 CHECKSUM_FUNCTION = "ledger_row_checksum"
-_ROW_CHECKSUM = (
-    f"{CHECKSUM_FUNCTION}(CAST({" || ',' || ".join(f'quote({c})' for c in FACT_COLUMNS)} AS BLOB))"
-)
+
+
+def _row_checksum() -> str:
+    """SQL for one row's content checksum. PostgreSQL: a hash of the quoted columns (its typed
+    columns need no type tag); a checksum is only compared with one from the same engine."""
+    if dialect.on_postgres():
+        quoted = ", ".join(f"quote_nullable({c})" for c in FACT_COLUMNS)
+        return f"hashtext(concat_ws(',', {quoted}))"
+    quoted = " || ',' || ".join(f"quote({c})" for c in FACT_COLUMNS)
+    return f"{CHECKSUM_FUNCTION}(CAST({quoted} AS BLOB))"
 
 
 def row_checksum(row: bytes) -> int:
@@ -148,7 +160,7 @@ def row_checksum(row: bytes) -> int:
 def _bucket(size: int) -> str:
     # CAST: a REAL started_at (1795676400000.5: SQLite stores it in an INTEGER column) still
     # falls in the whole-numbered bucket that holds it.
-    return f"(CAST(started_at AS INTEGER) / {int(size)}) * {int(size)}"
+    return f"(CAST(started_at AS BIGINT) / {int(size)}) * {int(size)}"
 
 
 def hook_names(raw) -> set[str]:
@@ -271,7 +283,7 @@ def ledger_key() -> str:
     cannot carry an id of ours: a ledger is recognised at its path by an anchor, one of its
     requests (id and started_at, by the primary key). A file replaced or rebuilt there lacks the
     anchor (its ids are new ULIDs) and gets a new random key: its hours are built afresh."""
-    path = str(ledger_path_of())
+    path = ledger_identity()  # the file, or the PostgreSQL database
     newest = _newest_request()
     if newest is None:  # no request to recognise it by: only the per-hour checks judge its hours
         return f"unanchored:{path}"
@@ -362,7 +374,7 @@ def plan(
     # chart and the next page, not only when `until` repeats to the millisecond.
     head_end = min(until_ms, settled_end)
     budget_s = BUILD_BUDGET_S if budget_s is None else budget_s
-    key: tuple = (str(ledger_path_of()), since_ms, head_end)
+    key: tuple = (ledger_identity(), since_ms, head_end)
     if budget_s == 0:
         # Nothing to build here (a summariser builds the hours): a plan with hours missing is
         # kept too, for a few seconds, so that a dashboard's seven charts share one. Hours
@@ -522,6 +534,19 @@ _FINGERPRINT = f"""SELECT json_array(count(*), total(rowid))
     FROM nexus_requests WHERE started_at >= {{0}} AND started_at < {{0}} + {HOUR}"""
 
 
+def _fingerprint(start: str) -> str:
+    """SQL for an hour's fingerprint. PostgreSQL has no rowid: the sum of the rows' id hashes
+    (read from the table, not the index alone) moves the same way when a row is replaced."""
+    if dialect.on_postgres():
+        return f"""SELECT json_build_array(count(*), coalesce(sum(hashtext(id)), 0))::text
+    FROM nexus_requests WHERE started_at >= {start} AND started_at < {start} + {HOUR}"""
+    return _FINGERPRINT.format(start)
+
+
+# A row no longer processing (SQLite's `IS NOT 'processing'`, in words both engines read).
+SETTLED = "status IS DISTINCT FROM 'processing'"
+
+
 def census(since_ms: int, until_ms: int) -> dict[int, str]:
     """[row count, rowid sum] (JSON) of each hour with rows in [since, until), hours aligned:
     the index is probed for the next row after each hour, then counted over the hour (720 hours
@@ -529,7 +554,7 @@ def census(since_ms: int, until_ms: int) -> dict[int, str]:
     # Bounded by `until` (a text started_at sorts after every number: unbounded, the probe
     # would find it again and again), and CAST for a REAL started_at.
     next_hour = f"""CAST((SELECT min(started_at) FROM nexus_requests
-        WHERE started_at >= {{}} AND started_at < {int(until_ms)}) AS INTEGER) / {HOUR} * {HOUR}"""
+        WHERE started_at >= {{}} AND started_at < {int(until_ms)}) AS BIGINT) / {HOUR} * {HOUR}"""
     return dict(
         sqlite.rows(
             f"""WITH RECURSIVE hour(start) AS (
@@ -537,7 +562,7 @@ def census(since_ms: int, until_ms: int) -> dict[int, str]:
                     UNION ALL
                     SELECT {next_hour.format(f"hour.start + {HOUR}")} FROM hour
                     WHERE hour.start < %s)
-                SELECT start, ({_FINGERPRINT.format("start")}) FROM hour WHERE start < %s""",
+                SELECT start, ({_fingerprint("start")}) FROM hour WHERE start < %s""",
             [since_ms, until_ms, until_ms],
         )
     )
@@ -547,10 +572,10 @@ def content_checksums(hours: list[int]) -> dict[int, int]:
     """The content checksum of each hour's settled rows: this reads the rows themselves."""
     return dict(
         sqlite.rows(
-            f"""SELECT h.value, (SELECT coalesce(sum({_ROW_CHECKSUM}), 0) FROM nexus_requests
+            f"""SELECT h.value, (SELECT coalesce(sum({_row_checksum()}), 0) FROM nexus_requests
                                  WHERE started_at >= h.value AND started_at < h.value + {HOUR}
-                                   AND status IS NOT 'processing')
-                FROM json_each(%s) AS h""",
+                                   AND {SETTLED})
+                FROM (SELECT CAST(value AS BIGINT) AS value FROM json_each(%s)) AS h""",
             [json.dumps(hours)],
         )
     )
@@ -622,13 +647,13 @@ def _one_at_a_time(name: str):
 
 
 def _build_hour(key: str, hour: int, expected: int, digest: float) -> bool:
-    where = "started_at >= %s AND started_at < %s AND status IS NOT 'processing'"
+    where = f"started_at >= %s AND started_at < %s AND {SETTLED}"
     params = [hour, hour + HOUR]
     with transaction.atomic(using=LEDGER):  # one snapshot: the facts and their fingerprints
         facts = {kind: _raw_facts(kind, HOUR, where, params) for kind in FACTS}
         if sum(r[5] for r in facts["source"]) != expected:
             return False
-        ((fingerprint,),) = sqlite.rows(f"SELECT ({_FINGERPRINT.format('%s')})", [hour] * 2)
+        ((fingerprint,),) = sqlite.rows(f"SELECT ({_fingerprint('%s')})", [hour] * 2)
         if json.loads(fingerprint)[1] != digest:
             return False
         timings = _raw_timings(where, params)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -111,7 +112,9 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
             .annotate(n=Count("*"))
             .values("n")
         )
-        return super().get_queryset(request).annotate(turn_count=Subquery(turns))
+        # Coalesce: a session without turns counts 0 and sorts first on both engines (SQLite
+        # puts NULL first in ascending order, PostgreSQL last).
+        return super().get_queryset(request).annotate(turn_count=Coalesce(Subquery(turns), 0))
 
     # Not named `turns`: the changelist sorts a column named like a model field (here the
     # reverse relation Session.turns) by that field, which joined turns and ordered by turns.id.

@@ -127,8 +127,8 @@ def _call_counts(turns: list[TurnInfo]) -> tuple[int, int]:
         return 0, 0
     ids_sql, ids = sqlite.in_list(t.id for t in turns)
     ((calls, failed),) = sqlite.rows(
-        f"SELECT count(*), coalesce(sum(status = 'failed'), 0) FROM tool_calls"
-        f" WHERE turn_id IN {ids_sql}",
+        "SELECT count(*), coalesce(sum(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), 0)"
+        f" FROM tool_calls WHERE turn_id IN {ids_sql}",
         ids,
     )
     return calls, failed

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from ledgerfacts.timestamps import elapsed_ms
 from ledgerweb import sqlite
 from ledgerweb.costs import CostSum, TurnCost
-from ledgerweb.db import ledger_path_of
+from ledgerweb.db import ledger_identity
 from ledgerweb.prices import TokenUsage
 from ledgerweb.text import plain_preview
 from sessions import tree
@@ -143,7 +143,7 @@ _big_tree_key: list = [None]
 
 def load_tree(session: Session) -> SessionTree:
     """The session's tree, as the ledger holds it now."""
-    key = (str(ledger_path_of()), session.id)
+    key = (ledger_identity(), session.id)
 
     def make(limit: int) -> tuple[SessionTree, bool]:
         session_tree = _read_tree(session)
@@ -226,7 +226,8 @@ def add_aggregates(turns: dict[str, TurnInfo]) -> None:
     tables = sqlite.table_names()
     add_costs(turns, tables)
     for turn_id, calls, failed in sqlite.rows(
-        f"""SELECT turn_id, count(*), sum(status = 'failed') FROM tool_calls
+        f"""SELECT turn_id, count(*), sum(CASE WHEN status = 'failed' THEN 1 ELSE 0 END)
+            FROM tool_calls
             WHERE turn_id IN {ids_sql} GROUP BY turn_id""",
         ids,
     ):

@@ -11,7 +11,7 @@ from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from ledgerweb import sqlite
+from ledgerweb import dialect, sqlite
 from ledgerweb.costs import CostSum, usd
 from ledgerweb.paging import capped, keyset_page, page_cursor
 from ledgerweb.params import Cursor, choice, iso_date, read, reject, text
@@ -164,7 +164,9 @@ def _of_channel(channel: str, *, newest_first_walk: bool = False) -> RawSQL:
     and a spawned session's origin is looked up by primary key. With newest_first_walk the
     ranges do not use the index, so a page of a common channel walks updated_at from the newest
     row instead of sorting every match (as the request list does, see docs/decisions.md)."""
-    key = '+"sessions"."routing_key"' if newest_first_walk else '"sessions"."routing_key"'
+    key = '"sessions"."routing_key"'
+    if newest_first_walk:
+        key = dialect.unindexed(key)
     channel_range = [f"{channel}:", f"{channel};"]
     branches = [f"({key} >= %s AND {key} < %s)"]
     params = list(channel_range)
@@ -269,7 +271,7 @@ def _fill_row_numbers(rows: list[SessionRow]) -> None:
             f"""SELECT turn_id, substr(content, 1, 400) FROM (
                     SELECT turn_id, content, row_number() OVER (
                         PARTITION BY turn_id ORDER BY sequence) AS n
-                    FROM messages WHERE turn_id IN ({marks}) AND role = 'user')
+                    FROM messages WHERE turn_id IN ({marks}) AND role = 'user') AS m
                 WHERE n = 1""",
             list(heads),
         )

@@ -35,12 +35,12 @@ def _inherited(session_id: str, head_id: str | None, turn_id: str) -> bool:
                 SELECT %s WHERE NOT EXISTS (SELECT 1 FROM turns h
                                             WHERE h.id = %s AND h.session_id = %s)
             ), up(id) AS (
-                SELECT id FROM turns WHERE id IN starts
+                SELECT id FROM turns WHERE id IN (SELECT id FROM starts)
                 UNION
                 SELECT t.parent_turn_id FROM turns t JOIN up ON t.id = up.id
                 WHERE t.parent_turn_id IS NOT NULL
             )
-            SELECT 1 FROM (SELECT id FROM up LIMIT %s) WHERE id = %s LIMIT 1""",
+            SELECT 1 FROM (SELECT id FROM up LIMIT %s) AS u WHERE id = %s LIMIT 1""",
         [session_id, session_id, head_id, head_id, session_id, INHERITED_LIMIT, turn_id],
     )
     return bool(rows)

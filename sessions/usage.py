@@ -100,8 +100,10 @@ def session_costs(session_ids) -> dict[str, CostSum]:
 # A ledger without the optional table joins an empty stand-in with its columns: every turn is
 # then an estimate, and the query names the same columns either way.
 _NO_USAGE = (
-    "(SELECT NULL AS turn_id, NULL AS model_calls, NULL AS input_tokens,"
-    " NULL AS cache_read_tokens, NULL AS cache_write_tokens, NULL AS output_tokens WHERE 0)"
+    "(SELECT CAST(NULL AS TEXT) AS turn_id, CAST(NULL AS BIGINT) AS model_calls,"
+    " CAST(NULL AS BIGINT) AS input_tokens, CAST(NULL AS BIGINT) AS cache_read_tokens,"
+    " CAST(NULL AS BIGINT) AS cache_write_tokens, CAST(NULL AS BIGINT) AS output_tokens"
+    " WHERE 1 = 0)"  # typed: PostgreSQL compares these with numbers
 )
 
 
@@ -114,5 +116,5 @@ def _hour_sql() -> str:
     as prices.rates_at does)."""
     return (
         f"CASE WHEN typeof(t.started_at) IN ('integer', 'real')"
-        f" THEN CAST(t.started_at AS INTEGER) / {HOUR_MS} END"
+        f" THEN CAST(t.started_at AS BIGINT) / {HOUR_MS} END"
     )

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.db import connections
+from pg_ledger import PostgresConnection
 
-from ledgerweb.db import ledger_databases
+from ledgerweb.db import is_postgres_url, ledger_databases
 
 T0 = 1_764_000_000_000  # 2025-11-24, Unix ms: builders count from here
 
@@ -17,20 +18,34 @@ T0 = 1_764_000_000_000  # 2025-11-24, Unix ms: builders count from here
 LEDGER_DB = pytest.mark.django_db(databases="__all__")
 
 
-def use_ledger(path: Path) -> None:
-    """Point both ledger aliases (and the settings) at another ledger file."""
-    for alias, entry in ledger_databases(path).items():
+def use_ledger(path: Path | str) -> None:
+    """Point both ledger aliases (and the settings) at another ledger file or PostgreSQL URL."""
+    for alias, entry in ledger_databases(path, settings.LEDGER_QUERY_TIMEOUT_MS).items():
         connections[alias].close()
+        # A PostgreSQL URL may name another server (host, port, user): all of it is taken.
+        if is_postgres_url(path) or connections[alias].settings_dict["ENGINE"] != entry["ENGINE"]:
+            _switch_engine(alias, entry)
         connections[alias].settings_dict["NAME"] = entry["NAME"]
     settings.LEDGER_DB = path
+
+
+def _switch_engine(alias: str, entry: dict) -> None:
+    """A ledger alias moves to another engine or server: a new connection object."""
+    settings.DATABASES[alias] = entry
+    configured = connections.configure_settings({"default": {}, alias: entry})
+    connections.settings[alias] = configured[alias]
+    connections[alias] = connections.create_connection(alias)
 
 
 class LedgerBuilder:
     """Writes ledger rows with sensible defaults, committed at once, like the agent runtime."""
 
-    def __init__(self, path: Path):
-        self.path = path
-        self.conn = sqlite3.connect(path, isolation_level=None)
+    def __init__(self, path: Path | str):
+        self.path = path  # a file, or a postgres:// URL (pytest --ledger-backend=postgres)
+        if is_postgres_url(path):
+            self.conn = PostgresConnection(path)
+        else:
+            self.conn = sqlite3.connect(path, isolation_level=None)
         self._ids = count(1)
 
     def _id(self, prefix: str) -> str:
@@ -39,7 +54,10 @@ class LedgerBuilder:
     def _insert(self, table: str, row: dict) -> dict:
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
-        self.conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", list(row.values()))
+        values = list(row.values())
+        if isinstance(self.conn, PostgresConnection):
+            values = self.conn.fit(table, row)
+        self.conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", values)
         return row
 
     def session(self, **fields) -> dict:

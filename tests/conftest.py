@@ -19,14 +19,22 @@ from pathlib import Path
 import pytest
 from builders import LedgerBuilder, use_ledger
 from django.test import TestCase
+from pg_ledger import (  # noqa: F401 - the --ledger-backend fixtures
+    PostgresLedgers,
+    postgres_database,
+    postgres_server,
+    pytest_collection_modifyitems,
+)
+from pg_ledger import pytest_addoption as add_ledger_backend_option
 from postgres_server import PostgresServer
 
 from ledgerfacts import schema
-from ledgerweb.db import LEDGER, LEDGER_ALIASES
-from ledgerweb.state_db import postgres_database
+from ledgerweb import state_db
+from ledgerweb.db import LEDGER_ALIASES
 
 
 def pytest_addoption(parser):
+    add_ledger_backend_option(parser)
     parser.addoption(
         "--django-db",
         choices=("sqlite", "postgres"),
@@ -38,7 +46,9 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     if config.getoption("--django-db") == "postgres":
-        config.stash[_postgres_key] = use_throwaway_postgres()
+        config.stash[_state_postgres_key] = use_throwaway_postgres()
+    if config.getoption("--ledger-backend") == "postgres":
+        config.stash[_postgres_key] = PostgresLedgers()
     folder = Path(tempfile.mkdtemp(prefix="ledgerweb-tests-"))
     template = folder / "template.sqlite3"
     schema.create_ledger(template)
@@ -48,8 +58,9 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
-    if _postgres_key in config.stash:
-        config.stash[_postgres_key].stop()
+    for key in (_postgres_key, _state_postgres_key):
+        if key in config.stash:
+            config.stash[key].stop()
     shutil.rmtree(config.stash[_folder_key], ignore_errors=True)
 
 
@@ -59,12 +70,16 @@ def pytest_runtest_setup(item):
     folder = item.config.stash[_folder_key]
     path = folder / f"ledger-{next(_serial)}.sqlite3"
     shutil.copyfile(folder / "template.sqlite3", path)
-    use_ledger(path)
+    if _postgres_key in item.config.stash:
+        use_ledger(item.config.stash[_postgres_key].fresh())
+    else:
+        use_ledger(path)
     return (yield)
 
 
 _folder_key = pytest.StashKey[Path]()
-_postgres_key = pytest.StashKey[PostgresServer]()
+_postgres_key = pytest.StashKey[PostgresLedgers]()
+_state_postgres_key = pytest.StashKey[PostgresServer]()
 
 
 def use_throwaway_postgres() -> PostgresServer:
@@ -75,7 +90,7 @@ def use_throwaway_postgres() -> PostgresServer:
 
     server = PostgresServer().start()
     settings.DATABASES["default"].clear()
-    settings.DATABASES["default"].update(postgres_database(server.url("ledgerweb")))
+    settings.DATABASES["default"].update(state_db.postgres_database(server.url("ledgerweb")))
     settings.DATABASES["default"]["TEST"] = {"NAME": "ledgerweb_test"}
     connections.configure_settings(settings.DATABASES)  # fills in the defaults again
     del connections["default"]  # built with the SQLite settings if anything touched it
@@ -113,8 +128,8 @@ def django_db_setup(django_test_environment, django_db_blocker):
 def postgres(request) -> PostgresServer:
     """A throwaway PostgreSQL for tests that need one: the run's own with --django-db=postgres,
     else one started for the session (a few seconds) and stopped at its end."""
-    if _postgres_key in request.config.stash:
-        return request.config.stash[_postgres_key]
+    if _state_postgres_key in request.config.stash:
+        return request.config.stash[_state_postgres_key]
     server = PostgresServer().start()
     request.addfinalizer(server.stop)
     return server
@@ -122,10 +137,10 @@ def postgres(request) -> PostgresServer:
 
 @pytest.fixture
 def ledger() -> LedgerBuilder:
-    """The current test's ledger file, with builders for its rows."""
-    from ledgerweb.db import ledger_path_of
+    """The current test's ledger (file or PostgreSQL database), with builders for its rows."""
+    from django.conf import settings
 
-    builder = LedgerBuilder(ledger_path_of(LEDGER))
+    builder = LedgerBuilder(settings.LEDGER_DB)
     yield builder
     builder.conn.close()
 

@@ -2,7 +2,6 @@
 
 import html
 import re
-import sqlite3
 from urllib.parse import urljoin
 
 import pytest
@@ -22,19 +21,18 @@ def sessions(ledger):
     return ledger
 
 
+# Read through the builder's connection (commits at once, like the runtime): the same on a
+# SQLite file and on a PostgreSQL ledger (pytest --ledger-backend=postgres).
 def statuses(ledger) -> dict[str, str]:
-    with sqlite3.connect(ledger.path) as conn:
-        return dict(conn.execute("SELECT id, status FROM sessions"))
+    return dict(ledger.conn.execute("SELECT id, status FROM sessions").fetchall())
 
 
 def last_activity(ledger) -> dict[str, int]:
-    with sqlite3.connect(ledger.path) as conn:
-        return dict(conn.execute("SELECT id, updated_at FROM sessions"))
+    return dict(ledger.conn.execute("SELECT id, updated_at FROM sessions").fetchall())
 
 
 def rows(ledger, table) -> int:
-    with sqlite3.connect(ledger.path) as conn:
-        return conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    return ledger.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
 
 
 def act(client, action, ids, confirmed=True):
@@ -216,8 +214,8 @@ def test_admins_see_the_retention_dry_run_and_nothing_changes(client, admin_user
     client.force_login(admin_user)
     page = client.get(url).content.decode()
     assert "would drop request_snapshot from 1 requests" in page
-    with sqlite3.connect(ledger.path) as conn:
-        assert conn.execute("SELECT request_snapshot FROM nexus_requests").fetchone() == ("{}",)
+    found = ledger.conn.execute("SELECT request_snapshot FROM nexus_requests").fetchone()
+    assert tuple(found) == ("{}",)
 
 
 def test_the_session_list_shows_turn_counts_in_a_bounded_number_of_queries(
@@ -291,8 +289,7 @@ def test_sorting_sessions_by_turns_sorts_by_the_count(client, admin_user, ledger
 
 
 def test_compactions_say_the_table_is_absent_when_the_ledger_has_none(client, admin_user, ledger):
-    with sqlite3.connect(ledger.path) as conn:
-        conn.execute("DROP TABLE compactions")
+    ledger.conn.execute("DROP TABLE compactions")
     client.force_login(admin_user)
     for url in ("/admin/conversations/compaction/", "/admin/conversations/compaction/T1/change/"):
         response = client.get(url)

@@ -121,3 +121,46 @@ def test_the_ddl_files_hold_the_seed_indexes():
         "idx_nexus_requests_turn",
         "idx_nexus_requests_stage",
     }
+
+
+# -- The PostgreSQL DDL is the SQLite DDL translated, table for table ---------------------------
+
+
+@pytest.fixture
+def both_schemas(postgres_database):
+    """(SQLite connection, PostgreSQL connection), each holding the ledger's whole DDL."""
+    import sqlite3
+
+    import psycopg
+
+    from ledgerweb.pg_schema import create_postgres_ledger
+
+    lite = sqlite3.connect(":memory:")
+    lite.executescript(schema.ddl())
+    with psycopg.connect(postgres_database, autocommit=True) as pg:
+        create_postgres_ledger(pg)
+        yield lite, pg
+    lite.close()
+
+
+def test_postgres_ledger_has_the_same_tables(both_schemas):
+    from ledgerweb.pg_schema import postgres_tables
+
+    lite, pg = both_schemas
+    assert postgres_tables(pg) == set(schema.LEDGER_TABLES)
+
+
+@pytest.mark.parametrize("table", schema.LEDGER_TABLES)
+def test_postgres_table_has_the_same_columns_nullability_and_defaults(both_schemas, table):
+    from ledgerweb.pg_schema import postgres_columns
+
+    lite, pg = both_schemas
+    assert postgres_columns(pg, table) == schema.columns_of(lite, table)
+
+
+def test_postgres_ledger_has_the_same_indexes(both_schemas):
+    from ledgerweb.pg_schema import postgres_indexes, sqlite_indexes
+
+    lite, pg = both_schemas
+    assert postgres_indexes(pg) == sqlite_indexes(lite)
+    assert len(sqlite_indexes(lite)) == 16  # the seeds' indexes, not an empty comparison

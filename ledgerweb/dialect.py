@@ -1,0 +1,60 @@
+"""What differs between a SQLite ledger and a PostgreSQL one and cannot be shared, in one place.
+
+Most ledger SQL runs unchanged on both: a PostgreSQL ledger has the SQLite functions it uses
+(ledgerweb/sql/postgres/functions.sql). What is left is here: SQL text (with %s placeholders)
+for the ledger alias's engine, and plain_number to read a value back as SQLite gives it.
+SQLite stays the reference: make test runs the page tests on both (tests/pg_ledger.py).
+"""
+
+from decimal import Decimal
+
+from django.db import connections
+
+from ledgerweb.db import LEDGER
+
+
+def on_postgres(alias: str = LEDGER) -> bool:
+    return connections[alias].vendor == "postgresql"
+
+
+def table_names_sql(alias: str = LEDGER) -> str:
+    if on_postgres(alias):
+        return (
+            "SELECT table_name FROM information_schema.tables"
+            " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+        )
+    return "SELECT name FROM sqlite_master WHERE type = 'table'"
+
+
+def version_sql(alias: str = LEDGER) -> str:
+    """A value that moves whenever another connection may have committed a change.
+
+    SQLite: PRAGMA data_version. PostgreSQL: the current snapshot (xmin:xmax:in-progress ids).
+    It moves whenever a writing transaction anywhere on the server begins or ends, so it never
+    misses a change (a max(id)/count snapshot would miss updates: a head moved, a status set)
+    and costs no scan; it moves also for other databases' writes, which only costs a rebuild.
+    pg_stat_database's commit counter is no good: read-only transactions count too, and the
+    statistics arrive late."""
+    if on_postgres(alias):
+        return "SELECT pg_current_snapshot()::text"
+    return "PRAGMA data_version"
+
+
+def plain_number(value):
+    """A value as SQLite would give it: PostgreSQL sums BIGINTs into NUMERIC (a Decimal, which
+    Django's SQLite adapter would even store as text); a whole one is an int, else a float."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    return value
+
+
+def unindexed(column: str, alias: str = LEDGER) -> str:
+    """`+column` on SQLite: the same value, but its index is not used (see sqlite.Unindexed);
+    PostgreSQL's planner needs no such hint, and has no unary + on text."""
+    return column if on_postgres(alias) else f"+{column}"
+
+
+def position(needle: str, haystack: str, alias: str = LEDGER) -> str:
+    """1-based index of needle in haystack, 0 when absent (SQLite instr, PostgreSQL strpos)."""
+    name = "strpos" if on_postgres(alias) else "instr"
+    return f"{name}({haystack}, {needle})"

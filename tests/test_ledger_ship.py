@@ -1,0 +1,221 @@
+"""ledger_ship copies a host's SQLite ledger into a central PostgreSQL ledger: only what is new
+or changed, safe to repeat and to kill, collisions reported and never overwritten."""
+
+from io import StringIO
+
+import psycopg
+import pytest
+from builders import T0, LedgerBuilder, parse_html, use_ledger
+from django.conf import settings
+from django.core.management import CommandError, call_command
+
+from importers import ship as ship_module
+from ledgerfacts import schema
+
+SHIPPED = ("sessions", "turns", "messages", "tool_calls", "nexus_requests")
+
+
+@pytest.fixture
+def host_ledger(tmp_path) -> LedgerBuilder:
+    """A host's SQLite ledger with two sessions and, an hour later, two requests (one still in
+    progress): the newest activity is the requests'."""
+    path = tmp_path / "host.sqlite3"
+    schema.create_ledger(path)
+    builder = LedgerBuilder(path)
+    for n in range(2):
+        at = T0 + n * 60_000
+        session = builder.session(routing_key=f"r:{n}", created_at=at, updated_at=at)
+        root = builder.turn(session, started_at=at)
+        builder.message(root, 0)
+        builder.message(root, 1, role="assistant", content="<b>123456</b>")
+        builder.tool_call(root, 0)
+        builder.set_head(session, root, root)
+    later = T0 + 3_600_000
+    builder.request(turn_id=root["id"], started_at=later)
+    builder.request(status="processing", stage="runAgent", started_at=later, completed_at=None)
+    yield builder
+    builder.conn.close()
+
+
+def run_ship(source, url: str, *more, problems: str | None = None) -> str:
+    out = StringIO()
+    args = ("ledger_ship", str(source), "--to", url, "--host", "agent-1", *more)
+    if problems is None:
+        call_command(*args, stdout=out, stderr=StringIO())
+    else:
+        with pytest.raises(CommandError, match=problems):
+            call_command(*args, stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def rows(conn, table: str) -> set[tuple]:
+    """A table's rows in a comparable form (PostgreSQL's true is SQLite's 1)."""
+    columns = ", ".join(c.name for c in schema.expected_columns()[table])
+    found = conn.execute(f"SELECT {columns} FROM {table}").fetchall()
+    return {tuple(int(v) if isinstance(v, bool) else v for v in row) for row in found}
+
+
+def central(url: str):
+    return psycopg.connect(url, autocommit=True)
+
+
+def test_the_first_run_copies_every_row_and_a_second_adds_nothing(host_ledger, postgres_database):
+    first = run_ship(host_ledger.path, postgres_database)
+    assert "Created the ledger's tables in the central database" in first
+    assert "sessions: 2 added, 0 already there" in first
+    assert "nexus_requests: 2 added, 0 already there" in first
+    with central(postgres_database) as pg:
+        for table in SHIPPED:
+            assert rows(pg, table) == rows(host_ledger.conn, table), table
+        before = {table: rows(pg, table) for table in SHIPPED}
+
+    second = run_ship(host_ledger.path, postgres_database)
+    assert "0 session(s) and 2 request(s) looked at" in second  # nothing changed: none read
+    assert "nexus_requests: 0 added, 2 already there" in second
+    assert "Created" not in second
+    full = run_ship(host_ledger.path, postgres_database, "--full")
+    assert "sessions: 0 added, 2 already there" in full
+    assert "turns: 0 added, 2 already there" in full
+    with central(postgres_database) as pg:
+        assert {table: rows(pg, table) for table in SHIPPED} == before
+
+
+def test_a_run_after_live_writes_brings_only_the_new_and_the_finished(
+    host_ledger, postgres_database
+):
+    run_ship(host_ledger.path, postgres_database)
+    conn = host_ledger.conn
+    session_id, head = conn.execute(
+        "SELECT id, current_turn_id FROM sessions ORDER BY id LIMIT 1"
+    ).fetchone()
+    # The runtime goes on, two hours on: a new turn, still running, becomes the head ...
+    now = T0 + 7_200_000
+    new = host_ledger.turn({"id": session_id}, {"id": head}, status="pending",
+                           completed_at=None, started_at=now)  # fmt: skip
+    conn.execute(
+        "UPDATE sessions SET current_turn_id = ?, updated_at = ? WHERE id = ?",
+        (new["id"], now, session_id),
+    )
+    # ... and the request in progress finishes.
+    conn.execute("UPDATE nexus_requests SET status = 'completed', stage = 'finalize',"
+                 " completed_at = ? WHERE status = 'processing'", (T0 + 2000,))  # fmt: skip
+
+    second = run_ship(host_ledger.path, postgres_database)
+    assert "1 session(s) and 2 request(s) looked at" in second  # not the unchanged session
+    assert "turns: 1 added, 1 already there" in second
+    assert "nexus_requests: 0 added" in second and "1 brought up to date" in second
+    with central(postgres_database) as pg:
+        (head_there,) = pg.execute(
+            "SELECT current_turn_id FROM sessions WHERE id = %s", [session_id]
+        ).fetchone()
+        assert head_there == new["id"]
+        assert rows(pg, "nexus_requests") == rows(conn, "nexus_requests")
+
+    # The turn finishes on the host: the next run brings the central copy up to date.
+    conn.execute("UPDATE turns SET status = 'completed', completed_at = ? WHERE id = ?",
+                 (T0 + 65_000, new["id"]))  # fmt: skip
+    third = run_ship(host_ledger.path, postgres_database)
+    assert "turns: 0 added" in third and "brought up to date" in third
+    with central(postgres_database) as pg:
+        assert rows(pg, "turns") == rows(conn, "turns")
+
+
+def test_a_run_killed_midway_is_completed_by_the_next(host_ledger, postgres_database, monkeypatch):
+    real_write = ship_module.write
+    written = []
+
+    def write_then_die(target, bundle, report):
+        if written:
+            raise KeyboardInterrupt  # killed after the first session
+        written.append(bundle)
+        real_write(target, bundle, report)
+
+    monkeypatch.setattr(ship_module, "write", write_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        run_ship(host_ledger.path, postgres_database)
+    with central(postgres_database) as pg:
+        assert len(rows(pg, "sessions")) == 1
+        assert pg.execute("SELECT count(*) FROM ledger_shipments").fetchone() == (0,)
+
+    monkeypatch.setattr(ship_module, "write", real_write)
+    out = run_ship(host_ledger.path, postgres_database)
+    assert "sessions: 1 added, 1 already there" in out
+    with central(postgres_database) as pg:
+        for table in SHIPPED:
+            assert rows(pg, table) == rows(host_ledger.conn, table), table
+
+
+def test_a_collision_is_reported_and_never_overwritten(tmp_path, postgres_database):
+    ledgers = []
+    for host, persona in (("a", "atlas"), ("b", "hermes")):
+        path = tmp_path / f"{host}.sqlite3"
+        schema.create_ledger(path)
+        builder = LedgerBuilder(path)  # both hosts' builders count ids from S000001
+        builder.session(persona=persona)
+        ledgers.append(builder)
+    run_ship(ledgers[0].path, postgres_database)
+
+    out = run_ship(ledgers[1].path, postgres_database, problems="1 id collision")
+    assert "Id collisions" in out
+    assert "sessions S000001: other persona already" in out
+    with central(postgres_database) as pg:
+        assert pg.execute("SELECT persona FROM sessions").fetchall() == [("atlas",)]
+        (problems,) = pg.execute(
+            "SELECT problems FROM ledger_shipments WHERE source = %s", [str(ledgers[1].path)]
+        ).fetchone()
+        assert problems == 1
+
+
+def test_odd_values_are_shipped_as_they_are_meant_or_reported(tmp_path, postgres_database):
+    path = tmp_path / "odd.sqlite3"
+    schema.create_ledger(path)
+    builder = LedgerBuilder(path)
+    fine = builder.session()
+    builder.turn(fine, prompt_tokens=2.0)  # REAL where INTEGER is declared, a whole number
+    builder.request(principal_is_user=1, hooks_handled=0)
+    # ledgerweb reads text in a BOOLEAN as unreadable: stored as true it would read yes.
+    builder.request(hooks_handled="true")
+    odd = builder.session()
+    builder.turn(odd, prompt_tokens=1.5)  # no BIGINT holds this unchanged
+
+    out = run_ship(path, postgres_database, problems="2 session\\(s\\) left out")
+    assert "prompt_tokens" in out and "1.5" in out
+    assert "hooks_handled" in out and "'true'" in out
+    with central(postgres_database) as pg:
+        assert pg.execute("SELECT id, prompt_tokens FROM turns").fetchall() == [("T000002", 2)]
+        assert pg.execute(
+            "SELECT principal_is_user, hooks_handled FROM nexus_requests"
+        ).fetchall() == [(True, False)]
+
+
+@pytest.fixture
+def browsing(postgres_database):
+    """The ledger aliases on the central ledger for one test, then back where they were."""
+    original = settings.LEDGER_DB
+    use_ledger(postgres_database)
+    yield
+    use_ledger(original)
+
+
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_the_overview_of_the_central_ledger_shows_which_hosts_shipped_and_when(
+    host_ledger, postgres_database, viewer_client, browsing
+):
+    run_ship(host_ledger.path, postgres_database)
+    page = viewer_client.get("/")
+    assert page.status_code == 200
+    card = parse_html(page.content).find(".//div[@id='shipments']")
+    cells = [" ".join("".join(c.itertext()).split()) for c in card.iter() if c.tag in ("td", "th")]
+    # host, when (the run's time, not the rows' of a year ago), rows added: 2 sessions, 2 turns,
+    # 4 messages, 2 tool calls, 2 requests
+    assert cells[-3:] == ["agent-1", "just now", "12"]
+    assert "Other tables" not in page.content.decode()  # the shipments table is ledgerweb's own
+    shipments = viewer_client.get("/?format=json").json()["shipments"]
+    assert [(s["host"], s["source"], s["problems"]) for s in shipments] == [
+        ("agent-1", str(host_ledger.path), 0)
+    ]
+    # What was shipped is browsed like any ledger.
+    listed = viewer_client.get("/sessions/?format=json").json()
+    ids = [s["id"] for s in listed["sessions"]]
+    assert sorted(ids) == ["S000001", "S000006"]
+    assert viewer_client.get(f"/sessions/{ids[0]}/").status_code == 200
