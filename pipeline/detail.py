@@ -4,7 +4,7 @@ queries."""
 from dataclasses import dataclass, field
 
 from ledgerfacts.timestamps import elapsed_ms, now_ms
-from ledgerweb import sqlite
+from ledgerweb import dialect, sqlite
 from ledgerweb.health import STUCK_AFTER_MS
 from ledgerweb.paging import capped
 from ledgerweb.text import JsonText, parse_json, show_json
@@ -162,13 +162,13 @@ def _related(column: str, value, exclude_id: str) -> list[NexusRequest]:
     if value in (None, ""):
         return []
     ((matches,),) = sqlite.rows(
-        f"SELECT count(*) FROM (SELECT 1 FROM nexus_requests WHERE {column} = %s LIMIT %s)",
+        f"SELECT count(*) FROM (SELECT 1 FROM nexus_requests WHERE {column} = %s LIMIT %s) AS c",
         [value, RELATED_WALK_ABOVE + 1],
     )
-    walk = "+" if matches > RELATED_WALK_ABOVE else ""
+    match = dialect.unindexed(column) if matches > RELATED_WALK_ABOVE else column
     found = sqlite.rows(
         f"""SELECT {", ".join(RELATED_COLUMNS)} FROM nexus_requests
-            WHERE {walk}{column} = %s AND id IS NOT %s
+            WHERE {match} = %s AND id IS DISTINCT FROM %s
             ORDER BY started_at DESC, id DESC LIMIT %s""",
         [value, exclude_id, RELATED_LIMIT],
     )
@@ -182,7 +182,7 @@ def _nearest_failure(at: int, request_id: str, later: bool) -> str | None:
     side, order = (">", "ASC") if later else ("<", "DESC")
     found = sqlite.rows(
         f"""SELECT id FROM nexus_requests
-            WHERE +status = 'failed' AND started_at {side}= %s
+            WHERE {dialect.unindexed("status")} = 'failed' AND started_at {side}= %s
               AND (started_at {side} %s OR id {side} %s)
             ORDER BY started_at {order}, id {order} LIMIT 1""",
         [at, at, request_id],

@@ -15,9 +15,11 @@ select the very same rows.
 """
 
 from dataclasses import dataclass
+from functools import partial
 
 from ledgerfacts.timestamps import ms_to_datetime
 from ledgerweb import sqlite
+from ledgerweb.dialect import on_postgres, unindexed
 from pipeline import rollups
 from pipeline.models import FailureSignature
 from pipeline.signatures import SQL_FUNCTION
@@ -48,16 +50,25 @@ class SignatureSearch:
         the list's other bounds (as plain terms, a window or a page cursor made it walk every
         row of the window through the started_at index: seconds). CASE: the masking function
         runs on the live ranges' failures only, whatever order SQLite tests terms in."""
-        stored, sql_params = sqlite.in_list(self.stored_rowids)
-        parts = [f"SELECT value FROM {stored}"]
+        # A PostgreSQL ledger has no rowid (and no unary + on text): its rows are found by id,
+        # all of them live (nothing is stored for it, see rollups._build_hour).
+        row, parts, sql_params = "id", [], []
+        if not on_postgres():
+            stored, sql_params = sqlite.in_list(self.stored_rowids)
+            row, parts = "rowid", [f"SELECT value FROM {stored}"]
         for start, end in self.live:
             in_range, bounds = _range_sql(start, end), _range_params(start, end)
             parts.append(
-                f"SELECT rowid FROM nexus_requests WHERE {in_range} AND CASE WHEN {in_range}"
+                f"SELECT {row} FROM nexus_requests WHERE {in_range} AND CASE WHEN {in_range}"
                 f" AND status = 'failed' THEN {SQL_FUNCTION}(error_message) = %s END"
             )
             sql_params += [*bounds, *bounds, self.signature]
-        return f"(+status = 'failed' AND rowid IN ({' UNION ALL '.join(parts)}))", sql_params
+        if not parts:
+            return "(1 = 0)", []
+        return (
+            f"({unindexed('status')} = 'failed' AND {row} IN ({' UNION ALL '.join(parts)}))",
+            sql_params,
+        )
 
     @property
     def note(self) -> str:
@@ -79,7 +90,7 @@ def _range_sql(start: int, end: int) -> str:
     parts = (["started_at >= %s"] if start > -OPEN else []) + (
         ["started_at < %s"] if end < OPEN else []
     )
-    return f"({' AND '.join(parts) or '1'})"
+    return f"({' AND '.join(parts) or '1 = 1'})"
 
 
 def _range_params(start: int, end: int) -> list[int]:
@@ -91,7 +102,10 @@ def search(signature: str, since_ms: int | None, until_ms: int | None) -> Signat
     Builds no hour: the summariser (or a chart) does."""
     since = -OPEN if since_ms is None else since_ms
     until = OPEN if until_ms is None else until_ms
-    the_plan = rollups.plan(since, until, budget_s=0).bounded(LIVE_ROWS)
+    # A PostgreSQL ledger's signatures are not stored (no rowid to key them by): every hour is
+    # masked live, newest first, up to the same bound, and the rest said.
+    make_plan = rollups.live_plan if on_postgres() else partial(rollups.plan, budget_s=0)
+    the_plan = make_plan(since, until).bounded(LIVE_ROWS)
     not_searched = {hour for hour, _ in the_plan.left_out}
     stored, cut_at = _stored_rowids(the_plan, signature)
     if cut_at is not None:  # that hour was read in part: it and the older ones are left out
