@@ -1,16 +1,19 @@
 """The search index on SQLite FTS5: everything engine-specific about search, in one module.
 
 Three tables in ledgerweb's own database:
-- search_row: one row per indexed ledger row, with what a result shows and filters on: kind,
-  ids, status, persona, channel.
-- search_item: one row per indexed piece of text (a field of a ledger row, or one chunk of a
-  huge field): its search_row, field and chunk offset.
-- search_text: a contentless FTS5 table over the items (rowid = search_item.id). It keeps only
-  the index, not the text, which stays in the ledger: snippets are read from there.
+- search_row: one row per indexed document, which is a ledger row (all its text fields) or one
+  later chunk of a huge field. It keeps small integers only: the kind, the ledger rowid (its
+  ids, text and current status are read back from the ledger), the chunk, and the values
+  filters need (status, persona, channel, session) as ids of search_value.
+- search_value: each distinct status, persona, channel and session id, once.
+- search_text: a contentless FTS5 table over the documents (rowid = search_row.id) with
+  detail=none: it records which documents hold a word, not where. That keeps the index at a
+  fraction of the text (docs/benchmarks.md); a phrase is found as all its words here, then
+  checked on the text read back from the ledger (search/results.py).
 
-An item's id is its time: (Unix ms << 20) + a serial. So "newest first" and a time range are a
-walk of the FTS index in rowid order, which FTS5 does without sorting, and the id of the last
-hit shown is the cursor of the next page.
+A document's id is its time: (Unix ms << SERIAL_BITS) + a serial. So "newest first" and a time
+range are a walk of the FTS index in rowid order, which FTS5 does without sorting, and the id
+of the last document shown is the cursor of the next page.
 
 A PostgreSQL twin would keep this interface (create, add, forget, search, count) over a
 tsvector column with a GIN index.
@@ -26,21 +29,30 @@ from django.db import connection
 # Letters, digits and '_' make a token: session_fork and run_terminal_command_v2 are one word
 # each, file paths are their parts. Case and diacritics are folded.
 TOKENIZER = "unicode61 tokenchars '_'"
-SERIAL_BITS = 20
+# Documents of one millisecond share its range of ids. Few bits keep the gaps between the ids
+# of a word's documents small, and so its list in the index (a varint per gap).
+SERIAL_BITS = 10
 MAX_MS = (1 << 62 >> SERIAL_BITS) - 1  # a time beyond this (junk) is clamped
+# The kinds of ledger row, as search_row stores them.
+KINDS = ("message", "tool_call", "request", "session", "compaction")
+KIND_CODES = {kind: code for code, kind in enumerate(KINDS)}
+# The row's values kept (as search_value ids) for filters.
+VALUE_COLUMNS = ("status", "persona", "channel", "session")
 
 TABLES = [
     """CREATE TABLE IF NOT EXISTS search_row (
-        id INTEGER PRIMARY KEY, kind TEXT NOT NULL, item_id TEXT NOT NULL,
-        session_id TEXT, turn_id TEXT, status TEXT, persona TEXT, channel TEXT,
+        id INTEGER PRIMARY KEY, kind INTEGER NOT NULL, src INTEGER NOT NULL,
+        chunk INTEGER NOT NULL DEFAULT 0, field INTEGER NOT NULL DEFAULT 0,
+        status INTEGER, persona INTEGER, channel INTEGER, session INTEGER,
         open INTEGER NOT NULL DEFAULT 0)""",
-    # Only open rows are ever looked up by item (to read them again): a partial index.
-    "CREATE INDEX IF NOT EXISTS search_row_open ON search_row(kind, item_id) WHERE open = 1",
-    """CREATE TABLE IF NOT EXISTS search_item (
-        id INTEGER PRIMARY KEY, row INTEGER NOT NULL, field TEXT NOT NULL,
-        chunk INTEGER NOT NULL DEFAULT 0)""",
+    # Only open rows are ever looked up by ledger row (to read them again): a partial index.
+    "CREATE INDEX IF NOT EXISTS search_row_open ON search_row(kind, src) WHERE open = 1",
+    "CREATE TABLE IF NOT EXISTS search_value (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE)",
     f"""CREATE VIRTUAL TABLE IF NOT EXISTS search_text
-        USING fts5(body, content='', columnsize=0, tokenize="{TOKENIZER}")""",
+        USING fts5(body, content='', columnsize=0, detail=none, tokenize="{TOKENIZER}")""",
+]
+DROP = ["DROP TABLE IF EXISTS search_text", "DROP TABLE IF EXISTS search_item"] + [
+    f"DROP TABLE IF EXISTS {name}" for name in ("search_row", "search_value")
 ]
 
 
@@ -54,16 +66,16 @@ class QueryNotUnderstood(Exception):
 
 @dataclass
 class Doc:
-    """One piece of text to index, and what a hit on it shows."""
+    """One document to index (a ledger row's text fields, or one chunk of a huge field), and
+    the values filters need."""
 
-    kind: str  # message, tool_call, request, session
-    item_id: str
-    field: str  # user, assistant, tool_name, parameters, result, error, error_message...
+    kind: str  # message, tool_call, request, session, compaction
+    src: int  # the ledger row's rowid
     text: str
     at: int  # Unix ms: the row's time
-    chunk: int = 0  # byte offset of this piece in the field (huge fields come in chunks)
+    chunk: int = 0  # byte offset of this piece in its field (0: the row's first pieces)
+    field: int = 0  # the field a chunk belongs to (its place in the kind's fields)
     session_id: str | None = None
-    turn_id: str | None = None
     status: str | None = None
     persona: str | None = None
     channel: str | None = None
@@ -75,10 +87,17 @@ def create_tables(cursor) -> None:
         cursor.execute(sql)
 
 
+def recreate_tables(cursor) -> None:
+    """Drop the index tables (of any earlier layout) and create them empty."""
+    for sql in DROP:
+        cursor.execute(sql)
+    create_tables(cursor)
+
+
 def clear() -> None:
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM search_row")
-        cursor.execute("DELETE FROM search_item")
+        cursor.execute("DELETE FROM search_value")
         # A contentless FTS5 table is emptied by its own command, not by DELETE.
         cursor.execute("INSERT INTO search_text (search_text) VALUES ('delete-all')")
 
@@ -88,69 +107,107 @@ def first_id(at) -> int:
     return min(max(at, 0), MAX_MS) << SERIAL_BITS
 
 
+SPAN = 1 << SERIAL_BITS  # the ids of one millisecond
+
+
 def add(docs: list[Doc]) -> None:
-    """Index docs: a search_row per ledger row (docs of one row come together), and each doc
-    as an item with the next free id at its time. Runs under the index's write lock, so the
-    row ids counted from max(id) are free."""
+    """Index docs, each with the next free id at its time. Runs under the index's write lock,
+    so the ids counted from max(id) are free."""
     if not docs:
         return
     with connection.cursor() as cursor:
-        cursor.execute("SELECT coalesce(max(id), 0) FROM search_row")
-        (row_id,) = cursor.fetchone()
-        next_free: dict[int, int] = {}
-        rows, items, texts = [], [], []
-        last_key = None
+        values = _value_ids(cursor, docs)
+        ids = _IdAllocator(cursor)
+        rows, texts = [], []
         for doc in docs:
-            if (doc.kind, doc.item_id) != last_key:
-                last_key = (doc.kind, doc.item_id)
-                row_id += 1
-                rows.append(
-                    (row_id, doc.kind, doc.item_id, doc.session_id, doc.turn_id, doc.status,
-                     doc.persona, doc.channel, int(doc.open))
-                )  # fmt: skip
-            base = first_id(doc.at)
-            if base not in next_free:
-                cursor.execute(
-                    "SELECT max(id) FROM search_item WHERE id >= %s AND id < %s",
-                    [base, base + (1 << SERIAL_BITS)],
-                )
-                (top,) = cursor.fetchone()
-                next_free[base] = base if top is None else top + 1
-            item_id = next_free[base]
-            next_free[base] += 1
-            items.append((item_id, row_id, doc.field, doc.chunk))
-            texts.append((item_id, doc.text))
+            doc_id = ids.take(first_id(doc.at))
+            filtered = (doc.status, doc.persona, doc.channel, doc.session_id)
+            rows.append(
+                (doc_id, KIND_CODES[doc.kind], doc.src, doc.chunk, doc.field,
+                 *(values.get(_value(v)) for v in filtered), int(doc.open))
+            )  # fmt: skip
+            texts.append((doc_id, doc.text))
         cursor.executemany(
-            "INSERT INTO search_row (id, kind, item_id, session_id, turn_id, status, persona, "
-            "channel, open) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            "INSERT INTO search_row (id, kind, src, chunk, field, status, persona, channel, "
+            "session, open) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             rows,
-        )
-        cursor.executemany(
-            "INSERT INTO search_item (id, row, field, chunk) VALUES (%s, %s, %s, %s)", items
         )
         cursor.executemany("INSERT INTO search_text (rowid, body) VALUES (%s, %s)", texts)
 
 
-def forget(kind: str, item_ids: list[str]) -> None:
-    """Take open rows out of the results (before indexing them again). Their items and the
-    words the contentless FTS index keeps for them stay, under a row that is gone: a search
-    joins them away, and a rebuild (ledger_index --rebuild) drops them. Only rows that were
-    still changing are ever forgotten, so little is left behind."""
+class _IdAllocator:
+    """Free document ids, each in its millisecond's range while that has room."""
+
+    def __init__(self, cursor):
+        self.cursor = cursor
+        self.next_free: dict[int, int] = {}
+        self.used: set[int] = set()
+
+    def take(self, base: int) -> int:
+        if base not in self.next_free:
+            self.next_free[base] = self._top(base, base + SPAN) + 1 or base
+        doc_id = self.next_free[base]
+        while doc_id in self.used:
+            doc_id += 1
+        if doc_id >= base + SPAN:
+            # More documents in one millisecond than it has ids (junk times, all 0): after
+            # every id at or above it, unique if slightly out of time order.
+            doc_id = max(self._top(base, None), *self.used, base) + 1
+        self.next_free[base] = doc_id + 1
+        self.used.add(doc_id)
+        return doc_id
+
+    def _top(self, low: int, high: int | None) -> int:
+        """The highest id in [low, high), or -1."""
+        sql, params = "SELECT max(id) FROM search_row WHERE id >= %s", [low]
+        if high is not None:
+            sql, params = sql + " AND id < %s", [low, high]
+        self.cursor.execute(sql, params)
+        (top,) = self.cursor.fetchone()
+        return -1 if top is None else top
+
+
+def _value(value) -> str | None:
+    return None if value is None else str(value)
+
+
+def _value_ids(cursor, docs: list[Doc]) -> dict[str, int]:
+    """search_value's id of each status, persona, channel and session id of the docs."""
+    wanted = sorted(
+        {_value(v) for d in docs for v in (d.status, d.persona, d.channel, d.session_id)} - {None}
+    )
+    cursor.executemany(
+        "INSERT OR IGNORE INTO search_value (text) VALUES (%s)", [(v,) for v in wanted]
+    )
+    found = {}
+    for start in range(0, len(wanted), 500):
+        part = wanted[start : start + 500]
+        marks = ", ".join(["%s"] * len(part))
+        cursor.execute(f"SELECT text, id FROM search_value WHERE text IN ({marks})", part)
+        found.update(cursor.fetchall())
+    return found
+
+
+def forget(kind: str, srcs: list[int]) -> None:
+    """Take open rows out of the results (before indexing them again). The words the contentless
+    FTS index keeps for them stay, under a document that is gone: a search joins them away, and
+    a rebuild (ledger_index --rebuild) drops them. Only rows that were still changing are ever
+    forgotten, so little is left behind."""
     with connection.cursor() as cursor:
-        for start in range(0, len(item_ids), 500):
-            part = item_ids[start : start + 500]
+        for start in range(0, len(srcs), 500):
+            part = srcs[start : start + 500]
             marks = ", ".join(["%s"] * len(part))
             cursor.execute(
-                f"DELETE FROM search_row WHERE open = 1 AND kind = %s AND item_id IN ({marks})",
-                [kind, *part],
+                f"DELETE FROM search_row WHERE open = 1 AND kind = %s AND src IN ({marks})",
+                [KIND_CODES[kind], *part],
             )
 
 
-def open_items(limit: int) -> list[tuple[str, str]]:
-    """(kind, item_id) of rows indexed while they could still change."""
+def open_items(limit: int) -> list[tuple[str, int]]:
+    """(kind, ledger rowid) of rows indexed while they could still change."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT kind, item_id FROM search_row WHERE open = 1 LIMIT %s", [limit])
-        return cursor.fetchall()
+        cursor.execute("SELECT DISTINCT kind, src FROM search_row WHERE open = 1 LIMIT %s", [limit])
+        return [(KINDS[kind], src) for kind, src in cursor.fetchall()]
 
 
 @dataclass
@@ -177,46 +234,54 @@ def _where(match: str, filters: Filters, before: int | None) -> tuple[str, list]
         params.append(first_id(filters.since_ms))
     if filters.kinds:
         clauses.append(f"r.kind IN ({', '.join(['%s'] * len(filters.kinds))})")
-        params.extend(filters.kinds)
-    for column in ("persona", "channel", "status", "session_id"):
-        if getattr(filters, column):
-            clauses.append(f"r.{column} = %s")
-            params.append(getattr(filters, column))
+        params.extend(KIND_CODES[kind] for kind in filters.kinds)
+    wanted = (filters.status, filters.persona, filters.channel, filters.session_id)
+    for column, value in zip(VALUE_COLUMNS, wanted, strict=True):
+        if value:
+            clauses.append(f"r.{column} = (SELECT id FROM search_value WHERE text = %s)")
+            params.append(value)
     return " AND ".join(clauses), params
 
 
-HIT_COLUMNS = "i.id, r.kind, r.item_id, i.field, i.chunk, r.session_id, r.turn_id, r.status"
-# The items a search matches, with their rows (an item whose row was forgotten drops out).
-MATCHED = (
-    "search_text JOIN search_item i ON i.id = search_text.rowid JOIN search_row r ON r.id = i.row"
-)
+@dataclass
+class Match:
+    """A document the index matched: its id (the cursor) and where its text is in the ledger."""
+
+    id: int
+    kind: str
+    src: int  # the ledger row's rowid
+    chunk: int
+    field: int
 
 
-def search(match: str, filters: Filters, before: int | None, limit: int) -> list[tuple]:
-    """The newest `limit` hits older than the id `before`: rows of HIT_COLUMNS."""
+MATCHED = "search_text JOIN search_row r ON r.id = search_text.rowid"
+
+
+def search(match: str, filters: Filters, before: int | None, limit: int) -> list[Match]:
+    """The newest `limit` documents older than the id `before` that hold the query's words (an
+    FTS5 expression without phrases: detail=none keeps no positions)."""
     where, params = _where(match, filters, before)
     sql = (
-        f"SELECT {HIT_COLUMNS} FROM {MATCHED} WHERE {where} "
+        f"SELECT r.id, r.kind, r.src, r.chunk, r.field FROM {MATCHED} WHERE {where} "
         "ORDER BY search_text.rowid DESC LIMIT %s"
     )
-    return _run(sql, [*params, limit])
+    return [
+        Match(doc_id, KINDS[kind], src, chunk, field)
+        for doc_id, kind, src, chunk, field in _run(sql, [*params, limit])
+    ]
 
 
 def count(match: str, filters: Filters, cap: int) -> int:
-    """How many hits, counting at most cap + 1."""
+    """How many documents hold the query's words, counting at most cap + 1."""
     where, params = _where(match, filters, None)
     sql = f"SELECT count(*) FROM (SELECT 1 FROM {MATCHED} WHERE {where} LIMIT %s)"
     return _run(sql, [*params, cap + 1])[0][0]
 
 
-def turn_ids(match: str, filters: Filters, limit: int) -> list[str]:
-    """The turns (oldest first) whose messages, tool calls or requests match: find in a session."""
-    where, params = _where(match, filters, None)
-    sql = (
-        f"SELECT turn_id FROM (SELECT r.turn_id, min(search_text.rowid) AS first FROM {MATCHED} "
-        f"WHERE {where} AND r.turn_id IS NOT NULL GROUP BY r.turn_id LIMIT %s) ORDER BY first"
-    )
-    return [row[0] for row in _run(sql, [*params, limit])]
+def optimize() -> None:
+    """Merge the FTS index's segments into one (smaller; for after a build from nothing)."""
+    with connection.cursor() as cursor:
+        cursor.execute("INSERT INTO search_text (search_text) VALUES ('optimize')")
 
 
 def size_bytes() -> int:

@@ -152,7 +152,13 @@ def _results(form: SearchForm) -> dict:
     except (engine.QueryTooSlow, LedgerQueryTimeout):
         return {"query_error": "That search took too long: add a word or a filter to narrow it."}
     cap = indexer.COUNT_CAP
-    return {"page": page, "total": min(total, cap), "total_capped": total > cap}
+    return {
+        "page": page,
+        "total": min(total, cap),
+        "total_capped": total > cap,
+        # The index counts documents with all of a phrase's words: at most that many match.
+        "total_at_most": query.needs_check,
+    }
 
 
 def _json(ctx: dict) -> dict:
@@ -169,6 +175,9 @@ def _json(ctx: dict) -> dict:
         "index": {"caught_up_at": ctx["caught_up_at"], "not_yet_indexed": ctx["backlog"]},
         "count": ctx.get("total"),
         "count_capped": ctx.get("total_capped", False),
+        "count_is_upper_bound": ctx.get("total_at_most", False),
+        "phrase_checked": page.checked if page else 0,
+        "phrase_check_capped": page.check_capped if page else False,
         "next": page.next_cursor if page else None,
         "groups": [
             {
@@ -211,8 +220,8 @@ def find_in_session(request: HttpRequest, session_id: str) -> JsonResponse:
         _index_status()
         try:
             query = parse(q)
-            answer["turn_ids"] = engine.turn_ids(
-                query.match, engine.Filters([], session_id=session_id), FIND_LIMIT
+            answer["turn_ids"] = results.turn_ids(
+                query, engine.Filters([], session_id=session_id), FIND_LIMIT
             )
         except QueryError as error:
             answer["error"] = str(error)

@@ -112,6 +112,42 @@ def test_identifiers_paths_phrases_and_prefixes_are_found(viewer_client, convers
     assert {h["id"] for h in hits(search(viewer_client, "branch* -login"))} == {"M1"}
 
 
+def test_a_phrase_is_checked_on_the_text_not_only_its_words(viewer_client, ledger):
+    """The index keeps which rows hold a word, not where: rows with the words apart, or each
+    word in another field, are candidates the page checks and leaves out."""
+    t = ledger.turn(ledger.session(id="S1"), id="T1")
+    ledger.message(t, 1, id="M1", content="the branch was deleted", created_at=T0)
+    ledger.message(t, 2, id="M2", content="I deleted the branch", created_at=T0 + 1)
+    ledger.tool_call(t, 1, id="C1", parameters='"deleted"', result='"the branch"')
+    ledger.message(t, 3, id="M3", content="was it the branch?", created_at=T0 + 2)
+    data = search(viewer_client, '"deleted the branch"')
+    assert [h["id"] for h in hits(data)] == ["M2"]
+    assert data["count_is_upper_bound"] and data["count"] == 3
+    page = viewer_client.get(URL, {"q": '"deleted the branch"'}).content.decode()
+    assert "At most 3 matches" in page and "checked for the phrase" in page
+    # Leaving out a phrase leaves out rows with the phrase, not rows with its words apart.
+    left = {h["id"] for h in hits(search(viewer_client, 'branch -"branch was"'))}
+    assert left == {"M2", "M3", "C1"}
+
+
+def test_a_phrase_check_stops_at_its_cap_and_the_next_page_goes_on(
+    viewer_client, ledger, monkeypatch
+):
+    monkeypatch.setattr("search.results.CHECK_BATCH", 4)
+    monkeypatch.setattr("search.results.CHECK_CAP", 8)
+    t = ledger.turn(ledger.session(id="S1"), id="T1")
+    ledger.message(t, 0, id="OLD", content="exit code 1", created_at=T0)
+    for i in range(1, 13):
+        ledger.message(t, i, id=f"M{i}", content="code 1 exit", created_at=T0 + i)
+    first = search(viewer_client, '"exit code 1"')
+    assert hits(first) == [] and first["phrase_check_capped"] and first["next"]
+    html = viewer_client.get(URL, {"q": '"exit code 1"'}).content.decode()
+    assert "checked 8 rows" in html
+    more = re.search(r'<a href="([^"]+)" hx-get=', html.split('id="more"')[1]).group(1)
+    second = viewer_client.get(urljoin(URL, more.replace("&amp;", "&")) + "&format=json").json()
+    assert [h["id"] for h in hits(second)] == ["OLD"] and second["next"] is None
+
+
 # -- Following links -------------------------------------------------------------------------------
 
 

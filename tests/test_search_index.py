@@ -32,7 +32,7 @@ def found(client, q) -> list[tuple[str, str | None]]:
 
 def indexed_items() -> int:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM search_item")
+        cursor.execute("SELECT count(*) FROM search_row")
         return cursor.fetchone()[0]
 
 
