@@ -131,11 +131,12 @@ def pick_words(ledger: Path) -> dict[str, str]:
         ).fetchone()[0]
     import re
 
-    words = re.findall(r"[A-Za-z]{4,}", phrase_source)
+    # Three words side by side in the message, so that the phrase is there to find.
+    found = re.search(r"[A-Za-z]{3,} [A-Za-z]{3,} [A-Za-z]{3,}", phrase_source)
     return {
         "rare word": rare_word(ledger),
         "common word": "the",
-        "phrase": '"' + " ".join(words[:3]) + '"',
+        "phrase": '"' + (found.group(0) if found else "deleted the branch") + '"',
         "prefix": "migrat*",
         "id jump": message_id,
     }

@@ -11,9 +11,10 @@ Three tables in ledgerweb's own database:
   fraction of the text (docs/benchmarks.md); a phrase is found as all its words here, then
   checked on the text read back from the ledger (search/results.py).
 
-A document's id is its time: (Unix ms << SERIAL_BITS) + a serial. So "newest first" and a time
-range are a walk of the FTS index in rowid order, which FTS5 does without sorting, and the id
-of the last document shown is the cursor of the next page.
+A document's id is its time: its Unix ms, or the next free id after it when that is taken (a
+burst of rows in one ms). So "newest first" and a time range are a walk of the FTS index in
+rowid order, which FTS5 does without sorting (a burst's rows may pass a time limit by a few
+ms), and the id of the last document shown is the cursor of the next page.
 
 A PostgreSQL twin would keep this interface (create, add, forget, search, count) over a
 tsvector column with a GIN index.
@@ -29,10 +30,9 @@ from django.db import connection
 # Letters, digits and '_' make a token: session_fork and run_terminal_command_v2 are one word
 # each, file paths are their parts. Case and diacritics are folded.
 TOKENIZER = "unicode61 tokenchars '_'"
-# Documents of one millisecond share its range of ids. Few bits keep the gaps between the ids
-# of a word's documents small, and so its list in the index (a varint per gap).
-SERIAL_BITS = 10
-MAX_MS = (1 << 62 >> SERIAL_BITS) - 1  # a time beyond this (junk) is clamped
+# A document's id is its time in ms (or the next free id): the gaps between the ids of a word's
+# documents stay small, and so its list in the index (a varint per gap).
+MAX_MS = (1 << 62) - 1  # a time beyond this (junk) is clamped
 # The kinds of ledger row, as search_row stores them.
 KINDS = ("message", "tool_call", "request", "session", "compaction")
 KIND_CODES = {kind: code for code, kind in enumerate(KINDS)}
@@ -104,10 +104,7 @@ def clear() -> None:
 
 def first_id(at) -> int:
     at = at if isinstance(at, int) else 0
-    return min(max(at, 0), MAX_MS) << SERIAL_BITS
-
-
-SPAN = 1 << SERIAL_BITS  # the ids of one millisecond
+    return min(max(at, 0), MAX_MS)
 
 
 def add(docs: list[Doc]) -> None:
@@ -136,7 +133,8 @@ def add(docs: list[Doc]) -> None:
 
 
 class _IdAllocator:
-    """Free document ids, each in its millisecond's range while that has room."""
+    """Free document ids: a document's time in ms, or the next id after it that is free (rows
+    of one millisecond, a burst, lie side by side)."""
 
     def __init__(self, cursor):
         self.cursor = cursor
@@ -144,27 +142,25 @@ class _IdAllocator:
         self.used: set[int] = set()
 
     def take(self, base: int) -> int:
-        if base not in self.next_free:
-            self.next_free[base] = self._top(base, base + SPAN) + 1 or base
-        doc_id = self.next_free[base]
-        while doc_id in self.used:
+        doc_id = self.next_free.get(base, base)
+        while True:
+            doc_id = self._free_from(doc_id)
+            if doc_id not in self.used:
+                break
             doc_id += 1
-        if doc_id >= base + SPAN:
-            # More documents in one millisecond than it has ids (junk times, all 0): after
-            # every id at or above it, unique if slightly out of time order.
-            doc_id = max(self._top(base, None), *self.used, base) + 1
         self.next_free[base] = doc_id + 1
         self.used.add(doc_id)
         return doc_id
 
-    def _top(self, low: int, high: int | None) -> int:
-        """The highest id in [low, high), or -1."""
-        sql, params = "SELECT max(id) FROM search_row WHERE id >= %s", [low]
-        if high is not None:
-            sql, params = sql + " AND id < %s", [low, high]
-        self.cursor.execute(sql, params)
-        (top,) = self.cursor.fetchone()
-        return -1 if top is None else top
+    def _free_from(self, low: int) -> int:
+        """The smallest id >= low that search_row does not hold."""
+        self.cursor.execute(
+            "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM search_row WHERE id = %s) THEN %s"
+            " ELSE (SELECT r.id + 1 FROM search_row r WHERE r.id >= %s AND NOT EXISTS"
+            " (SELECT 1 FROM search_row n WHERE n.id = r.id + 1) ORDER BY r.id LIMIT 1) END",
+            [low, low, low],
+        )
+        return self.cursor.fetchone()[0]
 
 
 def _value(value) -> str | None:

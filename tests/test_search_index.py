@@ -164,3 +164,17 @@ def test_a_ledger_without_the_agents_tables_is_not_indexed_and_breaks_nothing(
     answer = viewer_client.get("/search/", {"q": "lonely", "format": "json"})
     assert answer.status_code == 200
     assert viewer_client.get("/search/", {"q": "R-alone"}).status_code in (200, 302)
+
+
+def test_rows_of_one_millisecond_are_all_found_each_once(viewer_client, ledger, monkeypatch):
+    """A document's id is its time in ms: a burst of rows in one ms (or a junk time, all 0)
+    takes the next free ids, across batches too."""
+    monkeypatch.setattr(indexer, "BATCH", 3)
+    t = ledger.turn(ledger.session(id="S1"), id="T1")
+    ledger.message(t, 0, id="LATER", content="burst", created_at=T0 + 2)
+    for i in range(1, 8):
+        ledger.message(t, i, id=f"M{i}", content="burst", created_at=T0)
+    ledger.message(t, 8, id="JUNK", content="burst", created_at="not a time")
+    ids = [hit_id for hit_id, _ in found(viewer_client, "burst")]
+    assert sorted(ids) == sorted(["LATER", "JUNK", *(f"M{i}" for i in range(1, 8))])
+    assert ids[-1] == "JUNK"  # the oldest, at 0
