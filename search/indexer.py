@@ -251,11 +251,11 @@ def _docs(source: Source, row: tuple) -> list[engine.Doc]:
 def read_chunk(source: Source, field: int, offset: int, rowids: list[int]) -> dict[int, str]:
     """One field's text at one byte offset (a chunk of a huge value), of rows by rowid."""
     name = source.columns[field].split(".")[1]
-    marks = ", ".join(["%s"] * len(rowids))
+    listed, params = sqlite.in_list(rowids)
     found = sqlite.rows(
         f"SELECT rowid, substr(CAST({name} AS BLOB), %s, %s) FROM {source.table} "
-        f"WHERE rowid IN ({marks})",
-        [offset + 1, CHUNK + OVERLAP, *rowids],
+        f"WHERE rowid IN {listed}",
+        [offset + 1, CHUNK + OVERLAP, *params],
     )
     return {rowid: clean_text(text) for rowid, text in found}
 
@@ -265,8 +265,8 @@ def read_rows(kind: str, rowids: list[int]) -> dict[int, LedgerRow]:
     source = BY_KIND[kind]
     if source.table not in sqlite.table_names():
         return {}
-    marks = ", ".join(["%s"] * len(rowids))
-    rows = sqlite.rows(source.select(f"{source.alias}.rowid IN ({marks})"), rowids)
+    listed, params = sqlite.in_list(rowids)
+    rows = sqlite.rows(source.select(f"{source.alias}.rowid IN {listed}"), params)
     return {row[0]: LedgerRow.of(source, row) for row in rows}
 
 
@@ -360,8 +360,8 @@ def _reindex_open(sources: list[Source], limit: int = BATCH) -> int:
         ids = by_kind.get(source.kind)
         if not ids:
             continue
-        marks = ", ".join(["%s"] * len(ids))
-        rows = sqlite.rows(source.select(f"{source.alias}.rowid IN ({marks})"), ids)
+        listed, params = sqlite.in_list(ids)
+        rows = sqlite.rows(source.select(f"{source.alias}.rowid IN {listed}"), params)
         engine.forget(source.kind, ids)
         engine.add([doc for row in rows for doc in _docs(source, row)])
         count += len(rows)

@@ -213,9 +213,9 @@ def _grouped(hits: list[Hit]) -> list[Group]:
         groups.setdefault(hit.session_id, Group(hit.session_id)).hits.append(hit)
     ids = [sid for sid in groups if sid is not None]
     if ids:
-        marks = ", ".join(["%s"] * len(ids))
+        listed, params = sqlite.in_list(ids)
         for sid, label, persona in sqlite.rows(
-            f"SELECT id, label, persona FROM sessions WHERE id IN ({marks})", ids
+            f"SELECT id, label, persona FROM sessions WHERE id IN {listed}", params
         ):
             group = groups.get(sid)
             if group:
