@@ -186,6 +186,20 @@ def test_older_matches_come_in_pages_by_keyset(viewer_client, ledger):
     assert "needle number 9<" not in fragment and "<mark>needle</mark> number 0" in fragment
 
 
+def test_the_next_pages_carry_the_first_pages_count_instead_of_counting_again(
+    viewer_client, ledger, monkeypatch
+):
+    t = ledger.turn(ledger.session(id="S1"), id="T1")
+    for i in range(60):
+        ledger.message(t, i, id=f"M{i:03d}", content=f"needle number {i}", created_at=T0 + i)
+    html = viewer_client.get(URL, {"q": "needle"}).content.decode()
+    more = re.search(r'<a href="([^"]+)" hx-get=', html.split('id="more"')[1]).group(1)
+    counted = []
+    monkeypatch.setattr("search.engine.count", lambda *args: counted.append(args) or 0)
+    second = viewer_client.get(urljoin(URL, more.replace("&amp;", "&"))).content.decode()
+    assert counted == [] and "60 matches" in second and "M000" in second
+
+
 # -- Id jumps --------------------------------------------------------------------------------------
 
 
