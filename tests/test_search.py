@@ -124,7 +124,7 @@ def test_a_phrase_is_checked_on_the_text_not_only_its_words(viewer_client, ledge
     assert [h["id"] for h in hits(data)] == ["M2"]
     assert data["count_is_upper_bound"] and data["count"] == 3
     page = viewer_client.get(URL, {"q": '"deleted the branch"'}).content.decode()
-    assert "At most 3 matches" in page and "checked for the phrase" in page
+    assert "Up to 3 matches" in page and "the phrase is checked" in page
     # Leaving out a phrase leaves out rows with the phrase, not rows with its words apart.
     left = {h["id"] for h in hits(search(viewer_client, 'branch -"branch was"'))}
     assert left == {"M2", "M3", "C1"}
