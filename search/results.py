@@ -81,7 +81,7 @@ class _Found:
 class Walk:
     """The documents that answer a query, newest first, read back from the ledger (None for one
     whose row is gone), until `wanted` answers; or until CHECK_CAP documents (or CHECK_BYTES of
-    phrase-checked text) were examined. Then `cursor` is where the next page starts (None:
+    their text) were examined. Then `cursor` is where the next page starts (None:
     nothing older) and `capped` says whether the cap ended it."""
 
     def __init__(self, query: Query, filters: engine.Filters, before: int | None, wanted: int):
@@ -98,9 +98,10 @@ class Walk:
             for match, read in zip(found, _read_back(found), strict=True):
                 self.cursor = match.id
                 self.examined += 1
+                if read is not None:
+                    self.bytes += sum(len(text) for _, text in read.texts)
                 if read is not None and self.query.needs_check:
                     self.checked += 1
-                    self.bytes += sum(len(text) for _, text in read.texts)
                     if not self.query.finds([text for _, text in read.texts]):
                         continue
                 yield match, read

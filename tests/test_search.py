@@ -130,11 +130,13 @@ def test_a_phrase_is_checked_on_the_text_not_only_its_words(viewer_client, ledge
     assert left == {"M2", "M3", "C1"}
 
 
+@pytest.mark.parametrize(("cap", "value"), [("CHECK_CAP", 8), ("CHECK_BYTES", 80)])
 def test_a_phrase_check_stops_at_its_cap_and_the_next_page_goes_on(
-    viewer_client, ledger, monkeypatch
+    viewer_client, ledger, monkeypatch, cap, value
 ):
+    """Rows or bytes: 8 rows of 11 bytes pass both caps in the second batch of 4."""
     monkeypatch.setattr("search.results.CHECK_BATCH", 4)
-    monkeypatch.setattr("search.results.CHECK_CAP", 8)
+    monkeypatch.setattr(f"search.results.{cap}", value)
     t = ledger.turn(ledger.session(id="S1"), id="T1")
     ledger.message(t, 0, id="OLD", content="exit code 1", created_at=T0)
     for i in range(1, 13):
