@@ -46,7 +46,7 @@ TABLES = [
         status INTEGER, persona INTEGER, channel INTEGER, session INTEGER,
         open INTEGER NOT NULL DEFAULT 0)""",
     # Only open rows are ever looked up by ledger row (to read them again): a partial index.
-    "CREATE INDEX IF NOT EXISTS search_row_open ON search_row(kind, src) WHERE open = 1",
+    "CREATE INDEX IF NOT EXISTS search_row_open ON search_row(kind, src) WHERE open != 0",
     "CREATE TABLE IF NOT EXISTS search_value (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE)",
     f"""CREATE VIRTUAL TABLE IF NOT EXISTS search_text
         USING fts5(body, content='', columnsize=0, detail=none, tokenize="{TOKENIZER}")""",
@@ -79,7 +79,9 @@ class Doc:
     status: str | None = None
     persona: str | None = None
     channel: str | None = None
-    open: bool = False  # the row may still change: re-read at each step until it settles
+    # The row may still change: the fingerprint of what it was when indexed (indexer.py reads it
+    # again and indexes it again when that changed); 0: settled.
+    open: int = 0
 
 
 def create_tables(cursor) -> None:
@@ -121,7 +123,7 @@ def add(docs: list[Doc]) -> None:
             filtered = (doc.status, doc.persona, doc.channel, doc.session_id)
             rows.append(
                 (doc_id, KIND_CODES[doc.kind], doc.src, doc.chunk, doc.field,
-                 *(values.get(_value(v)) for v in filtered), int(doc.open))
+                 *(values.get(_value(v)) for v in filtered), doc.open)
             )  # fmt: skip
             texts.append((doc_id, doc.text))
         cursor.executemany(
@@ -194,16 +196,20 @@ def forget(kind: str, srcs: list[int]) -> None:
             part = srcs[start : start + 500]
             marks = ", ".join(["%s"] * len(part))
             cursor.execute(
-                f"DELETE FROM search_row WHERE open = 1 AND kind = %s AND src IN ({marks})",
+                f"DELETE FROM search_row WHERE open != 0 AND kind = %s AND src IN ({marks})",
                 [KIND_CODES[kind], *part],
             )
 
 
-def open_items(limit: int) -> list[tuple[str, int]]:
-    """(kind, ledger rowid) of rows indexed while they could still change."""
+def open_items(limit: int) -> list[tuple[str, int, int]]:
+    """(kind, ledger rowid, fingerprint) of rows indexed while they could still change."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT DISTINCT kind, src FROM search_row WHERE open = 1 LIMIT %s", [limit])
-        return [(KINDS[kind], src) for kind, src in cursor.fetchall()]
+        cursor.execute(
+            "SELECT kind, src, max(open) FROM search_row WHERE open != 0 GROUP BY kind, src"
+            " LIMIT %s",
+            [limit],
+        )
+        return [(KINDS[kind], src, fingerprint) for kind, src, fingerprint in cursor.fetchall()]
 
 
 @dataclass

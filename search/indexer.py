@@ -14,6 +14,7 @@ whole; text is read as bytes and decoded leniently, so invalid UTF-8 cannot stop
 import math
 import re
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -31,6 +32,7 @@ OVERLAP = 256  # bytes each chunk repeats from the next, so a word cut at a bord
 BATCH = 500  # ledger rows read per query
 OPEN_STATUSES = ("pending", "streaming", "processing", "running")
 COUNT_CAP = 10_000
+OPEN_CHECKED = 5_000  # open rows whose fingerprint a step compares, at most
 OPEN_FOR_MS = 86_400_000
 CAUGHT_UP_EVERY_MS = 5_000
 
@@ -53,9 +55,11 @@ class Source:
     def alias(self) -> str:
         return self.columns[0].split(".")[0]
 
-    def select(self, where: str) -> str:
+    def select(self, where: str, heads: bool = True) -> str:
+        """The SQL of the rows `where` selects; without heads, only the fields' lengths."""
         texts = ", ".join(
-            f"length(CAST({c} AS BLOB)), substr(CAST({c} AS BLOB), 1, {CHUNK + OVERLAP})"
+            f"length(CAST({c} AS BLOB)), "
+            + (f"substr(CAST({c} AS BLOB), 1, {CHUNK + OVERLAP})" if heads else "NULL")
             for c in self.columns
         )
         return self.sql.format(open=self.open_sql, texts=texts, where=where)
@@ -215,27 +219,37 @@ class LedgerRow:
             pieces.append((name, length or 0, clean_text(head)))
         return cls(*row[:11], pieces)
 
+    def open_mark(self) -> int:
+        """0 for a settled row; for a row that may still change, a fingerprint (never 0) of its
+        status, its turn's and its fields' lengths: what changes as a tool call completes, a
+        message streams in or a request fails. A row stuck for a day (a tool call left pending
+        in a finished turn) would be read again for ever: it counts as settled."""
+        if not self.open or _ms(self.at) < now_ms() - OPEN_FOR_MS:
+            return 0
+        state = (self.status, self.turn_status, self.open, [n for _, n, _ in self.pieces])
+        return zlib.crc32(repr(state).encode()) % 0x7FFFFFFF + 1
+
+
+def _ms(at) -> int:
+    """A row's time as whole ms: REAL times are odd but normal (1700000000000.5), junk is 0."""
+    return int(at) if isinstance(at, int | float) and math.isfinite(at) else 0
+
 
 def _docs(source: Source, row: tuple) -> list[engine.Doc]:
     """A ledger row's documents: its fields' first pieces together, then each later chunk of a
     huge field on its own."""
     found = LedgerRow.of(source, row)
-    # REAL times are odd but normal (1700000000000.5): indexed at their millisecond, not at 0.
-    at = found.at
-    at = int(at) if isinstance(at, int | float) and math.isfinite(at) else 0
     meta = {
         "kind": source.kind,
         "src": found.rowid,
-        "at": at,
+        "at": _ms(found.at),
         "session_id": found.session_id,
         "status": found.status,
         "persona": found.persona,
         "channel": str(found.routing_key)
         if source.kind == "request"
         else channel_of(found.routing_key),
-        # A row still changing; but one stuck for a day (a tool call left pending in a finished
-        # turn) would be read again at every step for ever: it counts as settled.
-        "open": bool(found.open) and at >= now_ms() - OPEN_FOR_MS,
+        "open": found.open_mark(),
     }
     heads = [head for _, length, head in found.pieces if length]
     if not heads:
@@ -290,16 +304,19 @@ def step(budget_s: float, on_batch: Callable[[str, int], None] | None = None) ->
     state = _state()
     # Most page views find nothing to do: they read, and take the write lock only for work.
     new_anchor = not state.anchor and ledger_anchor()
-    if new_anchor or not same_ledger(state, tables) or engine.open_items(1):
+    same = same_ledger(state, tables)
+    changed = _changed_open_rows(sources) if same else {}
+    if new_anchor or not same or changed:
         with transaction.atomic():
             state = _locked_state()
             if not same_ledger(state, tables):
                 progress.reset = bool(state.ledger)  # (a new index has no ledger to lose)
                 _reset(state)
+                changed = {}
             if not state.anchor:
                 state.anchor = ledger_anchor()
                 state.save(update_fields=["anchor"])
-            progress.indexed += _reindex_open(sources)
+            progress.indexed += _reindex_open(sources, changed)
     waiting = backlog(sources)
     pending = [source for source in sources if waiting[source.table]]
     while pending and time.monotonic() < deadline:
@@ -350,14 +367,32 @@ def _index_batch(source: Source) -> int:
     return len(rows)
 
 
-def _reindex_open(sources: list[Source], limit: int = BATCH) -> int:
-    """Read again the rows indexed while they could still change; forget and re-add them."""
-    by_kind: dict[str, list[int]] = {}
-    for kind, src in engine.open_items(limit):
-        by_kind.setdefault(kind, []).append(src)
+def _changed_open_rows(sources: list[Source]) -> dict[str, list[int]]:
+    """Per kind, the rows indexed while they could still change whose fingerprint is another
+    now (or which are gone), BATCH at most: a read of their lengths and statuses, no text, so
+    that the many page views that find nothing changed write nothing."""
+    indexed: dict[str, dict[int, int]] = {}
+    for kind, src, mark in engine.open_items(OPEN_CHECKED):
+        indexed.setdefault(kind, {})[src] = mark
+    changed = {}
+    for source in sources:
+        marks = indexed.get(source.kind)
+        if not marks:
+            continue
+        listed, params = sqlite.in_list(sorted(marks))
+        rows = sqlite.rows(source.select(f"{source.alias}.rowid IN {listed}", heads=False), params)
+        now = {row[0]: LedgerRow.of(source, row).open_mark() for row in rows}
+        different = [src for src, mark in marks.items() if now.get(src, 0) != mark]
+        if different:
+            changed[source.kind] = different[:BATCH]
+    return changed
+
+
+def _reindex_open(sources: list[Source], changed: dict[str, list[int]]) -> int:
+    """Index again the rows that changed since they were indexed (forget, read, add)."""
     count = 0
     for source in sources:
-        ids = by_kind.get(source.kind)
+        ids = changed.get(source.kind)
         if not ids:
             continue
         listed, params = sqlite.in_list(ids)

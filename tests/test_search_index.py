@@ -178,3 +178,21 @@ def test_rows_of_one_millisecond_are_all_found_each_once(viewer_client, ledger, 
     ids = [hit_id for hit_id, _ in found(viewer_client, "burst")]
     assert sorted(ids) == sorted(["LATER", "JUNK", *(f"M{i}" for i in range(1, 8))])
     assert ids[-1] == "JUNK"  # the oldest, at 0
+
+
+def test_a_pending_row_that_has_not_changed_is_not_indexed_again(
+    viewer_client, ledger, monkeypatch
+):
+    """Each page view compares the open rows' statuses and lengths with what was indexed: it
+    writes (and leaves old words behind) only for a row that changed."""
+    t = ledger.turn(ledger.session(id="S1"), id="T1", status="streaming", started_at=now_ms())
+    ledger.tool_call(t, 1, id="C1", parameters='{"q": "walrus"}', result=None, status="pending")
+    assert found(viewer_client, "walrus") == [("C1", "pending")]
+    added = []
+    monkeypatch.setattr(engine, "add", lambda docs: added.append(docs))
+    for _ in range(3):
+        assert found(viewer_client, "walrus") == [("C1", "pending")]
+    assert added == []
+    ledger.conn.execute("UPDATE tool_calls SET status = 'running' WHERE id = 'C1'")
+    viewer_client.get(URL, {"q": "walrus"})
+    assert [doc.src for docs in added for doc in docs] == [1]
