@@ -280,12 +280,6 @@ def count(match: str, filters: Filters, cap: int) -> int:
     return _run(sql, [*params, cap + 1])[0][0]
 
 
-def optimize() -> None:
-    """Merge the FTS index's segments into one (smaller; for after a build from nothing)."""
-    with connection.cursor() as cursor:
-        cursor.execute("INSERT INTO search_text (search_text) VALUES ('optimize')")
-
-
 def size_bytes() -> int:
     """The index's size on disk (both tables and their indexes), where SQLite can tell."""
     try:
