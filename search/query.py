@@ -32,7 +32,10 @@ class QueryError(ValueError):
 
 def fold(word: str) -> str:
     """A word as the index keeps it: lower case, without diacritics (unicode61's folding)."""
-    decomposed = unicodedata.normalize("NFKD", word.lower())
+    lowered = word.lower()
+    if lowered.isascii():  # most text: nothing to decompose (and phrase checks fold whole rows)
+        return lowered
+    decomposed = unicodedata.normalize("NFKD", lowered)
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
@@ -66,8 +69,9 @@ class Term:
 
 
 def words_of(text: str) -> list[str]:
-    """A text's words as the index keeps them."""
-    return [fold(word) for word in WORD.findall(text)]
+    """A text's words as the index keeps them (folded once, whole: a diacritic joins its word
+    as unicode61 has it)."""
+    return WORD.findall(fold(text))
 
 
 @dataclass
