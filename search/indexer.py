@@ -106,7 +106,8 @@ SOURCES = [
         ("s.label",),
         """SELECT s.rowid, s.id, s.created_at, s.id, NULL, s.status, s.persona,
             s.routing_key, NULL, {open}, NULL, {texts} FROM sessions s WHERE {where}""",
-        "0",
+        # A session is often labelled after its first turns: it waits for its label.
+        "coalesce(s.label, '') = ''",
     ),
     Source(
         "compactions",
@@ -252,8 +253,10 @@ def _docs(source: Source, row: tuple) -> list[engine.Doc]:
         "open": found.open_mark(),
     }
     heads = [head for _, length, head in found.pieces if length]
-    if not heads:
+    if not heads and not meta["open"]:
         return []
+    # (An open row with no text yet, a pending tool call, keeps an empty document: it is how
+    # the index knows to read the row again when its text arrives.)
     docs = [engine.Doc(text="\n".join(heads), **meta)]
     for index, (_, length, _) in enumerate(found.pieces):
         for offset in range(CHUNK, length, CHUNK):

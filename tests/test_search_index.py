@@ -196,3 +196,16 @@ def test_a_pending_row_that_has_not_changed_is_not_indexed_again(
     ledger.conn.execute("UPDATE tool_calls SET status = 'running' WHERE id = 'C1'")
     viewer_client.get(URL, {"q": "walrus"})
     assert [doc.src for docs in added for doc in docs] == [1]
+
+
+def test_a_pending_row_with_no_text_yet_becomes_searchable_when_its_text_arrives(
+    viewer_client, ledger
+):
+    s = ledger.session(id="S1", label=None, created_at=now_ms())
+    t = ledger.turn(s, id="T1", status="streaming", started_at=now_ms())
+    ledger.tool_call(t, 1, id="C1", tool_name="", parameters="", result=None, status="pending")
+    assert found(viewer_client, "walrus") == []
+    ledger.conn.execute("UPDATE tool_calls SET result = '\"walrus\"', status = 'completed'")
+    ledger.conn.execute("UPDATE sessions SET label = 'Narwhal watch'")
+    assert found(viewer_client, "walrus") == [("C1", "completed")]
+    assert found(viewer_client, "narwhal") == [("S1", "active")]
