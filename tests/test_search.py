@@ -530,3 +530,14 @@ def test_a_huge_session_id_and_persona_are_indexed_and_filter_the_results(viewer
     assert {h["id"] for h in hits(search(viewer_client, "quince"))} == {"M7", "M8"}
     assert [h["id"] for h in hits(search(viewer_client, "quince", persona=huge_persona))] == ["M7"]
     assert [h["id"] for h in hits(search(viewer_client, "quince", session=huge_id))] == ["M7"]
+
+
+def test_a_word_of_600_letters_is_found_by_itself(viewer_client, ledger):
+    """PostgreSQL keeps a word by its first 500 characters (a lexeme stops at 2 kB): the query's
+    word is cut the same way, so it still finds the row."""
+    word = "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(10))[:600]
+    s = ledger.session(id="S6")
+    t = ledger.turn(s, id="T6")
+    ledger.set_head(s, t, t)
+    ledger.message(t, 1, id="M6", content=f"token {word} end")
+    assert [h["id"] for h in hits(search(viewer_client, word))] == ["M6"]
