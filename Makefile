@@ -122,6 +122,7 @@ bench: $(VENV)/.installed-bench
 	$(PY) -m bench.scale_bench --write-doc $(BENCH_ARGS)
 	$(PY) -m bench.rollup_checks --write-doc
 	$(PY) -m bench.first_look --write-doc
+	$(PY) -m bench.search_bench --write-doc
 
 $(VENV)/.installed-bench: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[dev,bench]'

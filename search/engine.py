@@ -1,20 +1,25 @@
 """The search index on SQLite FTS5: everything engine-specific about search, in one module.
 
 Three tables in ledgerweb's own database:
-- search_row: one row per indexed ledger row, with what a result shows and filters on: kind,
-  ids, status, persona, channel.
-- search_item: one row per indexed piece of text (a field of a ledger row, or one chunk of a
-  huge field): its search_row, field and chunk offset.
-- search_text: a contentless FTS5 table over the items (rowid = search_item.id). It keeps only
-  the index, not the text, which stays in the ledger: snippets are read from there.
+- search_row: one row per indexed document, which is a ledger row (all its text fields) or one
+  later chunk of a huge field. It keeps small integers only: the kind, the ledger rowid (its
+  ids, text and current status are read back from the ledger), the chunk, and the values
+  filters need (status, persona, channel, session) as ids of search_value.
+- search_value: each distinct status, persona, channel and session id, once.
+- search_text: a contentless FTS5 table over the documents (rowid = search_row.id) with
+  detail=none: it records which documents hold a word, not where. That keeps the index at a
+  fraction of the text (docs/benchmarks.md); a phrase is found as all its words here, then
+  checked on the text read back from the ledger (search/results.py).
 
-An item's id is its time: (Unix ms << 20) + a serial. So "newest first" and a time range are a
-walk of the FTS index in rowid order, which FTS5 does without sorting, and the id of the last
-hit shown is the cursor of the next page.
+A document's id is its time: its Unix ms, or the next free id after it when that is taken (a
+burst of rows in one ms). So "newest first" and a time range are a walk of the FTS index in
+rowid order, which FTS5 does without sorting (a burst's rows may pass a time limit by a few
+ms), and the id of the last document shown is the cursor of the next page.
 
-When ledgerweb's own database is PostgreSQL, the same interface runs on its full-text search
-(a tsvector column with a GIN index): engine_postgres.py, to which the functions below hand the
-parts that differ.
+When ledgerweb's own database is PostgreSQL, the same interface and layout run on its full-text
+search (the words as a tsvector column of search_row with a GIN index): engine_postgres.py, to
+which the functions below hand the parts that differ. Ids, values, filters, the time limit and
+the phrase check (results.py) are the same on both.
 """
 
 import sqlite3
@@ -30,21 +35,29 @@ from search import engine_postgres
 # Letters, digits and '_' make a token: session_fork and run_terminal_command_v2 are one word
 # each, file paths are their parts. Case and diacritics are folded.
 TOKENIZER = "unicode61 tokenchars '_'"
-SERIAL_BITS = 20
-MAX_MS = (1 << 62 >> SERIAL_BITS) - 1  # a time beyond this (junk) is clamped
+# A document's id is its time in ms (or the next free id): the gaps between the ids of a word's
+# documents stay small, and so its list in the index (a varint per gap).
+MAX_MS = (1 << 62) - 1  # a time beyond this (junk) is clamped
+# The kinds of ledger row, as search_row stores them.
+KINDS = ("message", "tool_call", "request", "session", "compaction")
+KIND_CODES = {kind: code for code, kind in enumerate(KINDS)}
+# The row's values kept (as search_value ids) for filters.
+VALUE_COLUMNS = ("status", "persona", "channel", "session")
 
 TABLES = [
     """CREATE TABLE IF NOT EXISTS search_row (
-        id INTEGER PRIMARY KEY, kind TEXT NOT NULL, item_id TEXT NOT NULL,
-        session_id TEXT, turn_id TEXT, status TEXT, persona TEXT, channel TEXT,
+        id INTEGER PRIMARY KEY, kind INTEGER NOT NULL, src INTEGER NOT NULL,
+        chunk INTEGER NOT NULL DEFAULT 0, field INTEGER NOT NULL DEFAULT 0,
+        status INTEGER, persona INTEGER, channel INTEGER, session INTEGER,
         open INTEGER NOT NULL DEFAULT 0)""",
-    # Only open rows are ever looked up by item (to read them again): a partial index.
-    "CREATE INDEX IF NOT EXISTS search_row_open ON search_row(kind, item_id) WHERE open = 1",
-    """CREATE TABLE IF NOT EXISTS search_item (
-        id INTEGER PRIMARY KEY, row INTEGER NOT NULL, field TEXT NOT NULL,
-        chunk INTEGER NOT NULL DEFAULT 0)""",
+    # Only open rows are ever looked up by ledger row (to read them again): a partial index.
+    "CREATE INDEX IF NOT EXISTS search_row_open ON search_row(kind, src) WHERE open != 0",
+    "CREATE TABLE IF NOT EXISTS search_value (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE)",
     f"""CREATE VIRTUAL TABLE IF NOT EXISTS search_text
-        USING fts5(body, content='', columnsize=0, tokenize="{TOKENIZER}")""",
+        USING fts5(body, content='', columnsize=0, detail=none, tokenize="{TOKENIZER}")""",
+]
+DROP = ["DROP TABLE IF EXISTS search_text", "DROP TABLE IF EXISTS search_item"] + [
+    f"DROP TABLE IF EXISTS {name}" for name in ("search_row", "search_value")
 ]
 
 
@@ -58,28 +71,35 @@ class QueryNotUnderstood(Exception):
 
 @dataclass
 class Doc:
-    """One piece of text to index, and what a hit on it shows."""
+    """One document to index (a ledger row's text fields, or one chunk of a huge field), and
+    the values filters need."""
 
-    kind: str  # message, tool_call, request, session
-    item_id: str
-    field: str  # user, assistant, tool_name, parameters, result, error, error_message...
+    kind: str  # message, tool_call, request, session, compaction
+    src: int  # the ledger row's rowid
     text: str
     at: int  # Unix ms: the row's time
-    chunk: int = 0  # byte offset of this piece in the field (huge fields come in chunks)
+    chunk: int = 0  # byte offset of this piece in its field (0: the row's first pieces)
+    field: int = 0  # the field a chunk belongs to (its place in the kind's fields)
     session_id: str | None = None
-    turn_id: str | None = None
     status: str | None = None
     persona: str | None = None
     channel: str | None = None
-    open: bool = False  # the row may still change: re-read at each step until it settles
+    # The row may still change: the fingerprint of what it was when indexed (indexer.py reads it
+    # again and indexes it again when that changed); 0: settled.
+    open: int = 0
 
 
 def create_tables(cursor) -> None:
-    if cursor.db.vendor == "postgresql":
-        engine_postgres.create_tables(cursor)
-        return
-    for sql in TABLES:
+    tables = engine_postgres.TABLES if cursor.db.vendor == "postgresql" else TABLES
+    for sql in tables:
         cursor.execute(sql)
+
+
+def recreate_tables(cursor) -> None:
+    """Drop the index tables (of any earlier layout) and create them empty."""
+    for sql in DROP:
+        cursor.execute(sql)
+    create_tables(cursor)
 
 
 def clear() -> None:
@@ -88,84 +108,124 @@ def clear() -> None:
         return
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM search_row")
-        cursor.execute("DELETE FROM search_item")
+        cursor.execute("DELETE FROM search_value")
         # A contentless FTS5 table is emptied by its own command, not by DELETE.
         cursor.execute("INSERT INTO search_text (search_text) VALUES ('delete-all')")
 
 
 def first_id(at) -> int:
     at = at if isinstance(at, int) else 0
-    return min(max(at, 0), MAX_MS) << SERIAL_BITS
+    return min(max(at, 0), MAX_MS)
 
 
 def add(docs: list[Doc]) -> None:
-    """Index docs: a search_row per ledger row (docs of one row come together), and each doc
-    as an item with the next free id at its time. Runs under the index's write lock, so the
-    row ids counted from max(id) are free."""
+    """Index docs, each with the next free id at its time. Runs under the index's write lock,
+    so the ids counted from max(id) are free."""
     if not docs:
         return
     with connection.cursor() as cursor:
-        cursor.execute("SELECT coalesce(max(id), 0) FROM search_row")
-        (row_id,) = cursor.fetchone()
-        next_free: dict[int, int] = {}
-        rows, items, texts = [], [], []
-        last_key = None
+        values = _value_ids(cursor, docs)
+        ids = _IdAllocator(cursor)
+        rows, texts = [], []
         for doc in docs:
-            if (doc.kind, doc.item_id) != last_key:
-                last_key = (doc.kind, doc.item_id)
-                row_id += 1
-                rows.append(
-                    (row_id, doc.kind, doc.item_id, doc.session_id, doc.turn_id, doc.status,
-                     doc.persona, doc.channel, int(doc.open))
-                )  # fmt: skip
-            base = first_id(doc.at)
-            if base not in next_free:
-                cursor.execute(
-                    "SELECT max(id) FROM search_item WHERE id >= %s AND id < %s",
-                    [base, base + (1 << SERIAL_BITS)],
-                )
-                (top,) = cursor.fetchone()
-                next_free[base] = base if top is None else top + 1
-            item_id = next_free[base]
-            next_free[base] += 1
-            items.append((item_id, row_id, doc.field, doc.chunk))
-            texts.append((item_id, doc.text))
-        cursor.executemany(
-            "INSERT INTO search_row (id, kind, item_id, session_id, turn_id, status, persona, "
-            "channel, open) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            rows,
-        )
+            doc_id = ids.take(first_id(doc.at))
+            filtered = (doc.status, doc.persona, doc.channel, doc.session_id)
+            rows.append(
+                (doc_id, KIND_CODES[doc.kind], doc.src, doc.chunk, doc.field,
+                 *(values.get(_value(v)) for v in filtered), doc.open)
+            )  # fmt: skip
+            texts.append((doc_id, doc.text))
         if on_postgres():
-            engine_postgres.insert_items(cursor, items, texts)
+            engine_postgres.insert_rows(cursor, rows, texts)
             return
         cursor.executemany(
-            "INSERT INTO search_item (id, row, field, chunk) VALUES (%s, %s, %s, %s)", items
+            "INSERT INTO search_row (id, kind, src, chunk, field, status, persona, channel, "
+            "session, open) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            rows,
         )
         cursor.executemany("INSERT INTO search_text (rowid, body) VALUES (%s, %s)", texts)
 
 
-def forget(kind: str, item_ids: list[str]) -> None:
-    """Take open rows out of the results (before indexing them again). Their items and the
-    words the contentless FTS index keeps for them stay, under a row that is gone: a search
-    joins them away, and a rebuild (ledger_index --rebuild) drops them. Only rows that were
-    still changing are ever forgotten, so little is left behind."""
+class _IdAllocator:
+    """Free document ids: a document's time in ms, or the next id after it that is free (rows
+    of one millisecond, a burst, lie side by side)."""
+
+    def __init__(self, cursor):
+        self.cursor = cursor
+        self.next_free: dict[int, int] = {}
+        self.used: set[int] = set()
+
+    def take(self, base: int) -> int:
+        doc_id = self.next_free.get(base, base)
+        while True:
+            doc_id = self._free_from(doc_id)
+            if doc_id not in self.used:
+                break
+            doc_id += 1
+        self.next_free[base] = doc_id + 1
+        self.used.add(doc_id)
+        return doc_id
+
+    def _free_from(self, low: int) -> int:
+        """The smallest id >= low that search_row does not hold."""
+        self.cursor.execute(
+            "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM search_row WHERE id = %s) THEN %s"
+            " ELSE (SELECT r.id + 1 FROM search_row r WHERE r.id >= %s AND NOT EXISTS"
+            " (SELECT 1 FROM search_row n WHERE n.id = r.id + 1) ORDER BY r.id LIMIT 1) END",
+            [low, low, low],
+        )
+        return self.cursor.fetchone()[0]
+
+
+def _value(value) -> str | None:
+    return None if value is None else str(value)
+
+
+def _value_ids(cursor, docs: list[Doc]) -> dict[str, int]:
+    """search_value's id of each status, persona, channel and session id of the docs."""
+    wanted = sorted(
+        {_value(v) for d in docs for v in (d.status, d.persona, d.channel, d.session_id)} - {None}
+    )
+    cursor.executemany(
+        "INSERT INTO search_value (text) VALUES (%s) ON CONFLICT DO NOTHING",
+        [(v,) for v in wanted],
+    )
+    found = {}
+    for start in range(0, len(wanted), 500):
+        part = wanted[start : start + 500]
+        if on_postgres():
+            found.update(engine_postgres.value_ids(cursor, part))
+            continue
+        marks = ", ".join(["%s"] * len(part))
+        cursor.execute(f"SELECT text, id FROM search_value WHERE text IN ({marks})", part)
+        found.update(cursor.fetchall())
+    return found
+
+
+def forget(kind: str, srcs: list[int]) -> None:
+    """Take open rows out of the results (before indexing them again). The words the contentless
+    FTS index keeps for them stay, under a document that is gone: a search joins them away, and
+    a rebuild (ledger_index --rebuild) drops them. Only rows that were still changing are ever
+    forgotten, so little is left behind."""
     with connection.cursor() as cursor:
-        for start in range(0, len(item_ids), 500):
-            part = item_ids[start : start + 500]
+        for start in range(0, len(srcs), 500):
+            part = srcs[start : start + 500]
             marks = ", ".join(["%s"] * len(part))
             cursor.execute(
-                f"DELETE FROM search_row WHERE open = 1 AND kind = %s AND item_id IN ({marks})",
-                [kind, *part],
+                f"DELETE FROM search_row WHERE open != 0 AND kind = %s AND src IN ({marks})",
+                [KIND_CODES[kind], *part],
             )
-        if on_postgres():
-            engine_postgres.forget_items(cursor)
 
 
-def open_items(limit: int) -> list[tuple[str, str]]:
-    """(kind, item_id) of rows indexed while they could still change."""
+def open_items(limit: int) -> list[tuple[str, int, int]]:
+    """(kind, ledger rowid, fingerprint) of rows indexed while they could still change."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT kind, item_id FROM search_row WHERE open = 1 LIMIT %s", [limit])
-        return cursor.fetchall()
+        cursor.execute(
+            "SELECT kind, src, max(open) FROM search_row WHERE open != 0 GROUP BY kind, src"
+            " LIMIT %s",
+            [limit],
+        )
+        return [(KINDS[kind], src, fingerprint) for kind, src, fingerprint in cursor.fetchall()]
 
 
 @dataclass
@@ -180,74 +240,78 @@ class Filters:
 
 
 def _where(match: str, filters: Filters, before: int | None) -> tuple[str, list]:
+    match_sql, doc_id, value_id = "search_text MATCH %s", DOC_ID, VALUE_ID_SQL
     if on_postgres():
-        match_sql, item_id = engine_postgres.MATCH_SQL, engine_postgres.ID_COLUMN
-        match = engine_postgres.tsquery(match)
-    else:
-        match_sql, item_id = "search_text MATCH %s", ITEM_ID
+        match_sql, doc_id = engine_postgres.MATCH_SQL, engine_postgres.ID_COLUMN
+        value_id, match = engine_postgres.VALUE_ID_SQL, engine_postgres.tsquery(match)
     clauses, params = [match_sql], [match]
     upper = first_id(filters.until_ms) if filters.until_ms is not None else None
     if before is not None:
         upper = before if upper is None else min(upper, before)
     if upper is not None:
-        clauses.append(f"{item_id} < %s")
+        clauses.append(f"{doc_id} < %s")
         params.append(upper)
     if filters.since_ms is not None:
-        clauses.append(f"{item_id} >= %s")
+        clauses.append(f"{doc_id} >= %s")
         params.append(first_id(filters.since_ms))
     if filters.kinds:
         clauses.append(f"r.kind IN ({', '.join(['%s'] * len(filters.kinds))})")
-        params.extend(filters.kinds)
-    for column in ("persona", "channel", "status", "session_id"):
-        if getattr(filters, column):
-            clauses.append(f"r.{column} = %s")
-            params.append(getattr(filters, column))
+        params.extend(KIND_CODES[kind] for kind in filters.kinds)
+    wanted = (filters.status, filters.persona, filters.channel, filters.session_id)
+    for column, value in zip(VALUE_COLUMNS, wanted, strict=True):
+        if value:
+            clauses.append(f"r.{column} = {value_id}")
+            params.extend([value] * value_id.count("%s"))
     return " AND ".join(clauses), params
 
 
-ITEM_ID = "search_text.rowid"
-HIT_COLUMNS = "i.id, r.kind, r.item_id, i.field, i.chunk, r.session_id, r.turn_id, r.status"
-# The items a search matches, with their rows (an item whose row was forgotten drops out).
-MATCHED = (
-    "search_text JOIN search_item i ON i.id = search_text.rowid JOIN search_row r ON r.id = i.row"
-)
+@dataclass
+class Match:
+    """A document the index matched: its id (the cursor) and where its text is in the ledger."""
+
+    id: int
+    kind: str
+    src: int  # the ledger row's rowid
+    chunk: int
+    field: int
+
+
+DOC_ID = "search_text.rowid"
+VALUE_ID_SQL = "(SELECT id FROM search_value WHERE text = %s)"
+MATCHED = "search_text JOIN search_row r ON r.id = search_text.rowid"
 
 
 def _matched() -> tuple[str, str]:
-    """The FROM clause of matched items with their rows, and the items' id (time) column."""
+    """The FROM clause of matched documents with their rows, and the documents' id column."""
     if on_postgres():
         return engine_postgres.MATCHED, engine_postgres.ID_COLUMN
-    return MATCHED, ITEM_ID
+    return MATCHED, DOC_ID
 
 
-def search(match: str, filters: Filters, before: int | None, limit: int) -> list[tuple]:
-    """The newest `limit` hits older than the id `before`: rows of HIT_COLUMNS."""
+def search(match: str, filters: Filters, before: int | None, limit: int) -> list[Match]:
+    """The newest `limit` documents older than the id `before` that hold the query's words (an
+    FTS5 expression without phrases: detail=none keeps no positions)."""
     where, params = _where(match, filters, before)
-    matched, item_id = _matched()
-    sql = f"SELECT {HIT_COLUMNS} FROM {matched} WHERE {where} ORDER BY {item_id} DESC LIMIT %s"
-    return _run(sql, [*params, limit])
+    matched, doc_id = _matched()
+    sql = (
+        f"SELECT r.id, r.kind, r.src, r.chunk, r.field FROM {matched} WHERE {where} "
+        f"ORDER BY {doc_id} DESC LIMIT %s"
+    )
+    return [
+        Match(doc_id, KINDS[kind], src, chunk, field)
+        for doc_id, kind, src, chunk, field in _run(sql, [*params, limit])
+    ]
 
 
 def count(match: str, filters: Filters, cap: int) -> int:
-    """How many hits, counting at most cap + 1."""
+    """How many documents hold the query's words, counting at most cap + 1."""
     where, params = _where(match, filters, None)
     sql = f"SELECT count(*) FROM (SELECT 1 FROM {_matched()[0]} WHERE {where} LIMIT %s) hits"
     return _run(sql, [*params, cap + 1])[0][0]
 
 
-def turn_ids(match: str, filters: Filters, limit: int) -> list[str]:
-    """The turns (oldest first) whose messages, tool calls or requests match: find in a session."""
-    where, params = _where(match, filters, None)
-    matched, item_id = _matched()
-    sql = (
-        f"SELECT turn_id FROM (SELECT r.turn_id, min({item_id}) AS first FROM {matched} "
-        f"WHERE {where} AND r.turn_id IS NOT NULL GROUP BY r.turn_id LIMIT %s) turns ORDER BY first"
-    )
-    return [row[0] for row in _run(sql, [*params, limit])]
-
-
 def size_bytes() -> int:
-    """The index's size on disk (both tables and their indexes), where SQLite can tell."""
+    """The index's size on disk (its tables and their indexes), where SQLite can tell."""
     if on_postgres():
         return engine_postgres.size_bytes()
     try:

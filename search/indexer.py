@@ -14,6 +14,7 @@ whole; text is read as bytes and decoded leniently, so invalid UTF-8 cannot stop
 import math
 import re
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -24,7 +25,6 @@ from ledgerfacts.timestamps import now_ms
 from ledgerweb import sqlite
 from ledgerweb.db import ledger_path_of
 from search import engine
-from search.engine import Doc
 from search.models import IndexState
 
 CHUNK = 64 * 1024
@@ -32,6 +32,7 @@ OVERLAP = 256  # bytes each chunk repeats from the next, so a word cut at a bord
 BATCH = 500  # ledger rows read per query
 OPEN_STATUSES = ("pending", "streaming", "processing", "running")
 COUNT_CAP = 10_000
+OPEN_CHECKED = 5_000  # open rows whose fingerprint a step compares, at most
 OPEN_FOR_MS = 86_400_000
 CAUGHT_UP_EVERY_MS = 5_000
 
@@ -39,8 +40,9 @@ CAUGHT_UP_EVERY_MS = 5_000
 @dataclass(frozen=True)
 class Source:
     """A ledger table and how its rows become documents. Its SQL selects, in order: rowid, id,
-    time, session id, turn id, status, persona, channel, role, then (length, first chunk) of
-    each text field in `fields`; {where} selects the rows."""
+    time, session id, turn id, status, persona, channel, role, open, the turn's status (a tool
+    call's, else NULL), then (length, first chunk) of each text field in `fields`; {where}
+    selects the rows. Pages read rows back with the same SQL (by rowid)."""
 
     table: str
     kind: str
@@ -49,15 +51,15 @@ class Source:
     sql: str
     open_sql: str  # the row may still change: SQL true/false over the same columns
 
-    key: str = "id"  # the column of the row's id
-
     @property
     def alias(self) -> str:
         return self.columns[0].split(".")[0]
 
-    def select(self, where: str) -> str:
+    def select(self, where: str, heads: bool = True) -> str:
+        """The SQL of the rows `where` selects; without heads, only the fields' lengths."""
         texts = ", ".join(
-            f"length(CAST({c} AS BLOB)), substr(CAST({c} AS BLOB), 1, {CHUNK + OVERLAP})"
+            f"length(CAST({c} AS BLOB)), "
+            + (f"substr(CAST({c} AS BLOB), 1, {CHUNK + OVERLAP})" if heads else "NULL")
             for c in self.columns
         )
         return self.sql.format(open=self.open_sql, texts=texts, where=where)
@@ -71,7 +73,7 @@ SOURCES = [
         ("",),
         ("m.content",),
         """SELECT m.rowid, m.id, m.created_at, t.session_id, m.turn_id, t.status, s.persona,
-            s.routing_key, m.role, {open}, {texts}
+            s.routing_key, m.role, {open}, NULL, {texts}
         FROM messages m LEFT JOIN turns t ON t.id = m.turn_id
         LEFT JOIN sessions s ON s.id = t.session_id WHERE {where}""",
         f"t.status IN ({_OPEN})",
@@ -82,7 +84,7 @@ SOURCES = [
         ("tool_name", "parameters", "result", "error"),
         ("c.tool_name", "c.parameters", "c.result", "c.error"),
         """SELECT c.rowid, c.id, c.started_at, t.session_id, c.turn_id, c.status, s.persona,
-            s.routing_key, NULL, {open}, {texts}
+            s.routing_key, NULL, {open}, t.status, {texts}
         FROM tool_calls c LEFT JOIN turns t ON t.id = c.turn_id
         LEFT JOIN sessions s ON s.id = t.session_id WHERE {where}""",
         f"c.status IN ({_OPEN}) OR t.status IN ({_OPEN})",
@@ -93,7 +95,7 @@ SOURCES = [
         ("event_id", "error_message", "error_stack", "delivery_error"),
         ("r.event_id", "r.error_message", "r.error_stack", "r.delivery_error"),
         """SELECT r.rowid, r.id, r.started_at, t.session_id, r.turn_id, r.status,
-            r.session_persona, r.event_source, NULL, {open}, {texts}
+            r.session_persona, r.event_source, NULL, {open}, NULL, {texts}
         FROM nexus_requests r LEFT JOIN turns t ON t.id = r.turn_id WHERE {where}""",
         f"r.status IN ({_OPEN})",
     ),
@@ -103,8 +105,9 @@ SOURCES = [
         ("label",),
         ("s.label",),
         """SELECT s.rowid, s.id, s.created_at, s.id, NULL, s.status, s.persona,
-            s.routing_key, NULL, {open}, {texts} FROM sessions s WHERE {where}""",
-        "0",
+            s.routing_key, NULL, {open}, NULL, {texts} FROM sessions s WHERE {where}""",
+        # A session is often labelled after its first turns: it waits for its label.
+        "coalesce(s.label, '') = ''",
     ),
     Source(
         "compactions",
@@ -112,11 +115,10 @@ SOURCES = [
         ("summary",),
         ("k.summary",),
         """SELECT k.rowid, k.turn_id, k.created_at, t.session_id, k.turn_id, t.status,
-            s.persona, s.routing_key, NULL, {open}, {texts}
+            s.persona, s.routing_key, NULL, {open}, NULL, {texts}
         FROM compactions k LEFT JOIN turns t ON t.id = k.turn_id
         LEFT JOIN sessions s ON s.id = t.session_id WHERE {where}""",
         "0",
-        key="turn_id",
     ),
 ]
 BY_KIND = {source.kind: source for source in SOURCES}
@@ -191,59 +193,98 @@ def _reset(state: IndexState) -> None:
 # -- Reading rows into documents --------------------------------------------------------------
 
 
-def _docs(source: Source, row: tuple) -> list[Doc]:
-    rowid, item_id, at, session_id, turn_id, status, persona, routing_key, role, is_open = row[:10]
-    # REAL times are odd but normal (1700000000000.5): indexed at their millisecond, not at 0.
-    at = int(at) if isinstance(at, int | float) and math.isfinite(at) else 0
+@dataclass
+class LedgerRow:
+    """A ledger row as a Source's SQL reads it."""
+
+    rowid: int
+    id: object
+    at: object
+    session_id: object
+    turn_id: object
+    status: object
+    persona: object
+    routing_key: object
+    role: object
+    open: object
+    turn_status: object
+    pieces: list[tuple[str, int, str]]  # per field: (name, length in bytes, first chunk)
+
+    @classmethod
+    def of(cls, source: Source, row: tuple) -> "LedgerRow":
+        role = row[8]
+        pieces = []
+        for index, field in enumerate(source.fields):
+            length, head = row[11 + 2 * index : 13 + 2 * index]
+            name = field or (str(role) if role not in (None, "") else "message")
+            pieces.append((name, length or 0, clean_text(head)))
+        return cls(*row[:11], pieces)
+
+    def open_mark(self) -> int:
+        """0 for a settled row; for a row that may still change, a fingerprint (never 0) of its
+        status, its turn's and its fields' lengths: what changes as a tool call completes, a
+        message streams in or a request fails. A row stuck for a day (a tool call left pending
+        in a finished turn) would be read again for ever: it counts as settled."""
+        if not self.open or _ms(self.at) < now_ms() - OPEN_FOR_MS:
+            return 0
+        state = (self.status, self.turn_status, self.open, [n for _, n, _ in self.pieces])
+        return zlib.crc32(repr(state).encode()) % 0x7FFFFFFF + 1
+
+
+def _ms(at) -> int:
+    """A row's time as whole ms: REAL times are odd but normal (1700000000000.5), junk is 0."""
+    return int(at) if isinstance(at, int | float) and math.isfinite(at) else 0
+
+
+def _docs(source: Source, row: tuple) -> list[engine.Doc]:
+    """A ledger row's documents: its fields' first pieces together, then each later chunk of a
+    huge field on its own."""
+    found = LedgerRow.of(source, row)
     meta = {
         "kind": source.kind,
-        "item_id": str(item_id),
-        "at": at,
-        "session_id": session_id,
-        "turn_id": turn_id,
-        "status": None if status is None else str(status),
-        "persona": None if persona is None else str(persona),
-        "channel": str(routing_key) if source.kind == "request" else channel_of(routing_key),
-        # A row still changing; but one stuck for a day (a tool call left pending in a finished
-        # turn) would be read again at every step for ever: it counts as settled.
-        "open": bool(is_open) and at >= now_ms() - OPEN_FOR_MS,
+        "src": found.rowid,
+        "at": _ms(found.at),
+        "session_id": found.session_id,
+        "status": found.status,
+        "persona": found.persona,
+        "channel": str(found.routing_key)
+        if source.kind == "request"
+        else channel_of(found.routing_key),
+        "open": found.open_mark(),
     }
-    docs = []
-    for index, (field, column) in enumerate(zip(source.fields, source.columns, strict=True)):
-        length, head = row[10 + 2 * index : 12 + 2 * index]
-        if not length:
-            continue
-        name = field or (str(role) if role not in (None, "") else "message")
-        docs.append(Doc(field=name, text=clean_text(head), **meta))
+    heads = [head for _, length, head in found.pieces if length]
+    if not heads and not meta["open"]:
+        return []
+    # (An open row with no text yet, a pending tool call, keeps an empty document: it is how
+    # the index knows to read the row again when its text arrives.)
+    docs = [engine.Doc(text="\n".join(heads), **meta)]
+    for index, (_, length, _) in enumerate(found.pieces):
         for offset in range(CHUNK, length, CHUNK):
-            text = _chunk(source, column, rowid, offset)
-            docs.append(Doc(field=name, text=text, chunk=offset, **meta))
+            text = read_chunk(source, index, offset, [found.rowid]).get(found.rowid, "")
+            docs.append(engine.Doc(text=text, chunk=offset, field=index, **meta))
     return docs
 
 
-def _chunk(source: Source, column: str, rowid: int, offset: int) -> str:
-    name = column.split(".")[1]
+def read_chunk(source: Source, field: int, offset: int, rowids: list[int]) -> dict[int, str]:
+    """One field's text at one byte offset (a chunk of a huge value), of rows by rowid."""
+    name = source.columns[field].split(".")[1]
+    listed, params = sqlite.in_list(rowids)
     found = sqlite.rows(
-        f"SELECT substr(CAST({name} AS BLOB), %s, %s) FROM {source.table} WHERE rowid = %s",
-        [offset + 1, CHUNK + OVERLAP, rowid],
+        f"SELECT rowid, substr(CAST({name} AS BLOB), %s, %s) FROM {source.table} "
+        f"WHERE rowid IN {listed}",
+        [offset + 1, CHUNK + OVERLAP, *params],
     )
-    return clean_text(found[0][0]) if found else ""
+    return {rowid: clean_text(text) for rowid, text in found}
 
 
-def read_chunks(kind: str, field: str, offset: int, item_ids: list[str]) -> dict[str, str]:
-    """The text of indexed pieces (one field at one offset of many rows), for snippets, by id;
-    a row that is gone has none."""
+def read_rows(kind: str, rowids: list[int]) -> dict[int, LedgerRow]:
+    """Ledger rows of one kind by rowid, as indexed (a row that is gone has none)."""
     source = BY_KIND[kind]
-    # Messages name their field by role; every other kind has its fields listed.
-    index = source.fields.index(field) if field in source.fields else 0
-    name = source.columns[index].split(".")[1]
-    marks = ", ".join(["%s"] * len(item_ids))
-    found = sqlite.rows(
-        f"SELECT {source.key}, substr(CAST({name} AS BLOB), %s, %s) FROM {source.table} "
-        f"WHERE {source.key} IN ({marks})",
-        [offset + 1, CHUNK + OVERLAP, *item_ids],
-    )
-    return {str(item_id): clean_text(text) for item_id, text in found}
+    if source.table not in sqlite.table_names():
+        return {}
+    listed, params = sqlite.in_list(rowids)
+    rows = sqlite.rows(source.select(f"{source.alias}.rowid IN {listed}"), params)
+    return {row[0]: LedgerRow.of(source, row) for row in rows}
 
 
 # -- Steps ----------------------------------------------------------------------------------------
@@ -266,16 +307,19 @@ def step(budget_s: float, on_batch: Callable[[str, int], None] | None = None) ->
     state = _state()
     # Most page views find nothing to do: they read, and take the write lock only for work.
     new_anchor = not state.anchor and ledger_anchor()
-    if new_anchor or not same_ledger(state, tables) or engine.open_items(1):
+    same = same_ledger(state, tables)
+    changed = _changed_open_rows(sources) if same else {}
+    if new_anchor or not same or changed:
         with transaction.atomic():
             state = _locked_state()
             if not same_ledger(state, tables):
                 progress.reset = bool(state.ledger)  # (a new index has no ledger to lose)
                 _reset(state)
+                changed = {}
             if not state.anchor:
                 state.anchor = ledger_anchor()
                 state.save(update_fields=["anchor"])
-            progress.indexed += _reindex_open(sources)
+            progress.indexed += _reindex_open(sources, changed)
     waiting = backlog(sources)
     pending = [source for source in sources if waiting[source.table]]
     while pending and time.monotonic() < deadline:
@@ -326,18 +370,36 @@ def _index_batch(source: Source) -> int:
     return len(rows)
 
 
-def _reindex_open(sources: list[Source], limit: int = BATCH) -> int:
-    """Read again the rows indexed while they could still change; forget and re-add them."""
-    by_kind: dict[str, list[str]] = {}
-    for kind, item_id in engine.open_items(limit):
-        by_kind.setdefault(kind, []).append(item_id)
+def _changed_open_rows(sources: list[Source]) -> dict[str, list[int]]:
+    """Per kind, the rows indexed while they could still change whose fingerprint is another
+    now (or which are gone), BATCH at most: a read of their lengths and statuses, no text, so
+    that the many page views that find nothing changed write nothing."""
+    indexed: dict[str, dict[int, int]] = {}
+    for kind, src, mark in engine.open_items(OPEN_CHECKED):
+        indexed.setdefault(kind, {})[src] = mark
+    changed = {}
+    for source in sources:
+        marks = indexed.get(source.kind)
+        if not marks:
+            continue
+        listed, params = sqlite.in_list(sorted(marks))
+        rows = sqlite.rows(source.select(f"{source.alias}.rowid IN {listed}", heads=False), params)
+        now = {row[0]: LedgerRow.of(source, row).open_mark() for row in rows}
+        different = [src for src, mark in marks.items() if now.get(src, 0) != mark]
+        if different:
+            changed[source.kind] = different[:BATCH]
+    return changed
+
+
+def _reindex_open(sources: list[Source], changed: dict[str, list[int]]) -> int:
+    """Index again the rows that changed since they were indexed (forget, read, add)."""
     count = 0
     for source in sources:
-        ids = by_kind.get(source.kind)
+        ids = changed.get(source.kind)
         if not ids:
             continue
-        marks = ", ".join(["%s"] * len(ids))
-        rows = sqlite.rows(source.select(f"{source.alias}.{source.key} IN ({marks})"), ids)
+        listed, params = sqlite.in_list(ids)
+        rows = sqlite.rows(source.select(f"{source.alias}.rowid IN {listed}"), params)
         engine.forget(source.kind, ids)
         engine.add([doc for row in rows for doc in _docs(source, row)])
         count += len(rows)

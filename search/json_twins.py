@@ -16,6 +16,9 @@ def search(ctx: dict) -> dict:
         "index": {"caught_up_at": ctx["caught_up_at"], "not_yet_indexed": ctx["backlog"]},
         "count": ctx.get("total"),
         "count_capped": ctx.get("total_capped", False),
+        "count_is_upper_bound": ctx.get("total_at_most", False),
+        "phrase_checked": page.checked if page else 0,
+        "phrase_check_capped": page.check_capped if page else False,
         "next": page.next_cursor if page else None,
         "groups": [
             {

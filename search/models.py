@@ -1,5 +1,5 @@
 """What the search index remembers about the ledger it was built from (see indexer.py). The
-documents themselves are in two raw tables (search_item, search_text) made by engine.py."""
+documents themselves are in raw tables (search_row, search_value, search_text) made by engine.py."""
 
 from django.db import models
 

@@ -9,6 +9,10 @@ snippets. The syntax is the one search boxes share:
 
 Anything else is taken literally: `src/app.py` or `foo-bar` find those words in order, never a
 syntax error from the engine. A query that cannot mean anything says why (QueryError).
+
+The index knows which documents hold a word, not where (detail=none, engine.py): the FTS
+expression asks for all of a phrase's words, and Query.finds checks the phrase itself on the
+text read back from the ledger.
 """
 
 import re
@@ -28,7 +32,10 @@ class QueryError(ValueError):
 
 def fold(word: str) -> str:
     """A word as the index keeps it: lower case, without diacritics (unicode61's folding)."""
-    decomposed = unicodedata.normalize("NFKD", word.lower())
+    lowered = word.lower()
+    if lowered.isascii():  # most text: nothing to decompose (and phrase checks fold whole rows)
+        return lowered
+    decomposed = unicodedata.normalize("NFKD", lowered)
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
@@ -37,14 +44,64 @@ class Term:
     words: list[str]  # folded
     prefix: bool = False
 
+    @property
+    def is_phrase(self) -> bool:
+        return len(self.words) > 1
+
     def fts(self) -> str:
-        return '"' + " ".join(self.words) + '"' + ("*" if self.prefix else "")
+        """All the term's words (a phrase's, in any order: see Query.finds)."""
+        quoted = [f'"{word}"' for word in self.words]
+        if self.prefix:
+            quoted[-1] += "*"
+        return quoted[0] if len(quoted) == 1 else "(" + " AND ".join(quoted) + ")"
+
+    def found_in(self, words: list[str]) -> bool:
+        """Whether the term is in a text's folded words, in order."""
+        *head, last = self.words
+        size = len(self.words)
+        for start in range(len(words) - size + 1):
+            if words[start : start + size - 1] != head:
+                continue
+            word = words[start + size - 1]
+            if word == last or (self.prefix and word.startswith(last)):
+                return True
+        return False
+
+
+def words_of(text: str) -> list[str]:
+    """A text's words as the index keeps them (folded once, whole: a diacritic joins its word
+    as unicode61 has it)."""
+    return WORD.findall(fold(text))
 
 
 @dataclass
 class Query:
     match: str  # the FTS5 MATCH expression
     terms: list[Term] = field(default_factory=list)  # the positive terms, for highlighting
+    groups: list[list[Term]] = field(default_factory=list)  # OR of ANDs
+    negatives: list[Term] = field(default_factory=list)
+
+    @property
+    def needs_check(self) -> bool:
+        """Whether the index's answer is only a superset: a phrase must be checked on the text."""
+        return any(term.is_phrase for term in self.terms + self.negatives)
+
+    def finds(self, texts: list[str]) -> bool:
+        """Whether a document (the texts of its fields) answers the query: a phrase within one
+        field, the words of an AND anywhere in the document, as the index has them."""
+        fields = [words_of(text) for text in texts]
+
+        def has(term: Term) -> bool:
+            return any(term.found_in(words) for words in fields)
+
+        if any(has(term) for term in self.negatives):
+            return False
+        return any(all(has(term) for term in group) for group in self.groups)
+
+    def found_in_text(self, text: str) -> bool:
+        """Whether a field's text holds one of the positive terms (which fields a hit names)."""
+        words = words_of(text)
+        return any(term.found_in(words) for term in self.terms)
 
     def marks(self, word: str) -> bool:
         """Whether a word of a snippet is one the query looked for."""
@@ -103,6 +160,9 @@ def parse(text: str) -> Query:
     expression = " OR ".join(
         "(" + " AND ".join(term.fts() for term in group) + ")" for group in groups
     )
+    # A phrase left out cannot be left out by its words (they may be elsewhere apart): it is
+    # checked on the text only.
     for term in negatives:
-        expression = f"({expression}) NOT {term.fts()}"
-    return Query(expression, positives)
+        if not term.is_phrase:
+            expression = f"({expression}) NOT {term.fts()}"
+    return Query(expression, positives, groups, negatives)

@@ -15,19 +15,12 @@ from search.query import WORD, Query
 PAGE_SIZE = 50
 SNIPPET_BEFORE = 80
 SNIPPET_AFTER = 200
-
-# Current time and status of each kind of row, by id, and its turn's status when that is
-# another (a tool call's): (id, time, status, turn status).
-LIVE = {
-    "message": "SELECT m.id, m.created_at, t.status, NULL FROM messages m "
-    "LEFT JOIN turns t ON t.id = m.turn_id WHERE m.id IN ({ids})",
-    "tool_call": "SELECT c.id, c.started_at, c.status, t.status FROM tool_calls c "
-    "LEFT JOIN turns t ON t.id = c.turn_id WHERE c.id IN ({ids})",
-    "request": "SELECT id, started_at, status, NULL FROM nexus_requests WHERE id IN ({ids})",
-    "session": "SELECT id, updated_at, status, NULL FROM sessions WHERE id IN ({ids})",
-    "compaction": "SELECT k.turn_id, k.created_at, t.status, NULL FROM compactions k "
-    "LEFT JOIN turns t ON t.id = k.turn_id WHERE k.turn_id IN ({ids})",
-}
+# A phrase is checked on the text of the documents that hold all its words (search/query.py):
+# read CHECK_BATCH at a time, and per page at most CHECK_CAP documents or CHECK_BYTES of text;
+# then the page ends and says so, and its next link goes on from there.
+CHECK_BATCH = 200
+CHECK_CAP = 2000
+CHECK_BYTES = 16_000_000
 KIND_NAMES = {
     "message": "message",
     "tool_call": "tool call",
@@ -71,69 +64,138 @@ class Page:
     hits: int  # on this page
     next_cursor: int | None
     gone: int  # hits whose ledger rows are no longer there
+    checked: int = 0  # documents whose text was checked for a phrase
+    check_capped: bool = False  # the page ended at CHECK_CAP / CHECK_BYTES, not at PAGE_SIZE
+
+
+@dataclass
+class _Found:
+    """A document the index matched, read back from the ledger: its row and the texts of its
+    fields (name, text) as indexed."""
+
+    match: engine.Match
+    row: indexer.LedgerRow
+    texts: list[tuple[str, str]]
+
+
+class Walk:
+    """The documents that answer a query, newest first, read back from the ledger (None for one
+    whose row is gone), until `wanted` answers; or until CHECK_CAP documents (or CHECK_BYTES of
+    their text) were examined. Then `cursor` is where the next page starts (None:
+    nothing older) and `capped` says whether the cap ended it."""
+
+    def __init__(self, query: Query, filters: engine.Filters, before: int | None, wanted: int):
+        self.query, self.filters, self.wanted = query, filters, wanted
+        self.cursor = before
+        self.examined = self.checked = self.bytes = 0
+        self.capped = False
+
+    def __iter__(self):
+        batch = CHECK_BATCH if self.query.needs_check else self.wanted
+        answered = 0
+        while True:
+            found = engine.search(self.query.match, self.filters, self.cursor, batch)
+            for match, read in zip(found, _read_back(found), strict=True):
+                self.cursor = match.id
+                self.examined += 1
+                if read is not None:
+                    self.bytes += sum(len(text) for _, text in read.texts)
+                if read is not None and self.query.needs_check:
+                    self.checked += 1
+                    if not self.query.finds([text for _, text in read.texts]):
+                        continue
+                yield match, read
+                answered += read is not None
+                if answered >= self.wanted:
+                    return
+            if len(found) < batch:
+                self.cursor = None
+                return
+            if self.examined >= CHECK_CAP or self.bytes >= CHECK_BYTES:
+                self.capped = True
+                return
+
+
+def _read_back(found: list[engine.Match]) -> list[_Found | None]:
+    """Each matched document's ledger row and texts: one query per kind, and one per field and
+    offset of later chunks of huge values."""
+    rows: dict[tuple, indexer.LedgerRow] = {}
+    by_kind: dict[str, list[int]] = {}
+    for match in found:
+        by_kind.setdefault(match.kind, []).append(match.src)
+    for kind, srcs in by_kind.items():
+        for rowid, row in indexer.read_rows(kind, sorted(set(srcs))).items():
+            rows[(kind, rowid)] = row
+    chunks: dict[tuple, dict[int, str]] = {}
+    for match in found:
+        if match.chunk:
+            chunks.setdefault((match.kind, match.field, match.chunk), {})[match.src] = ""
+    for (kind, field_index, offset), wanted in chunks.items():
+        source = indexer.BY_KIND[kind]
+        wanted.update(indexer.read_chunk(source, field_index, offset, sorted(wanted)))
+    out = []
+    for match in found:
+        row = rows.get((match.kind, match.src))
+        if row is None:
+            out.append(None)
+            continue
+        if match.chunk:
+            name = row.pieces[match.field][0] if match.field < len(row.pieces) else "text"
+            texts = [(name, chunks[(match.kind, match.field, match.chunk)].get(match.src, ""))]
+        else:
+            texts = [(name, head) for name, length, head in row.pieces if length]
+        out.append(_Found(match, row, texts))
+    return out
 
 
 def run(query: Query, filters: engine.Filters, before: int | None) -> Page:
-    rows = engine.search(query.match, filters, before, PAGE_SIZE)
-    next_cursor = rows[-1][0] if len(rows) == PAGE_SIZE else None
-    live = _live_rows(rows)
-    texts = _texts(rows)
+    walk = Walk(query, filters, before, PAGE_SIZE)
     hits: dict[tuple, Hit] = {}
     gone = 0
-    for hit_id, kind, item_id, field_name, chunk, session_id, turn_id, _ in rows:
-        known = hits.get((kind, item_id))
-        if known:  # another field or chunk of the same row: one hit, several fields
-            if field_name not in known.fields:
-                known.fields.append(field_name)
-            continue
-        row = live.get((kind, item_id))
-        text = texts.get((kind, field_name, chunk), {}).get(item_id)
-        if row is None or text is None:
+    for match, read in walk:
+        if read is None:
             gone += 1
             continue
-        hits[(kind, item_id)] = Hit(
-            hit_id,
-            kind,
-            item_id,
-            [field_name],
-            session_id,
-            turn_id,
-            row[2],
-            row[1],
-            snippet(text, query),
-            _hit_url(kind, item_id, session_id, turn_id),
-            row[3],
-        )
-    return Page(_grouped(list(hits.values())), len(hits), next_cursor, gone)
-
-
-def _texts(rows) -> dict[tuple, dict[str, str]]:
-    """The text of each hit's piece, read back from the ledger: one query per kind, field and
-    offset (a page's hits are mostly the first piece of a few fields)."""
-    wanted: dict[tuple, set[str]] = {}
-    for _, kind, item_id, field_name, chunk, *_ in rows:
-        wanted.setdefault((kind, field_name, chunk), set()).add(item_id)
-    tables = sqlite.table_names()
-    return {
-        key: indexer.read_chunks(*key, sorted(ids))
-        for key, ids in wanted.items()
-        if indexer.BY_KIND[key[0]].table in tables
-    }
-
-
-def _live_rows(rows) -> dict[tuple, tuple]:
-    by_kind: dict[str, set[str]] = {}
-    for _, kind, item_id, *_ in rows:
-        by_kind.setdefault(kind, set()).add(item_id)
-    tables = sqlite.table_names()
-    live = {}
-    for kind, ids in by_kind.items():
-        if indexer.BY_KIND[kind].table not in tables:
+        fields = [name for name, text in read.texts if query.found_in_text(text)]
+        fields = fields or [name for name, _ in read.texts[:1]]
+        known = hits.get((match.kind, match.src))
+        if known:  # another chunk of the same row: one hit, several fields
+            known.fields += [name for name in fields if name not in known.fields]
             continue
-        marks = ", ".join(["%s"] * len(ids))
-        for row in sqlite.rows(LIVE[kind].format(ids=marks), list(ids)):
-            live[(kind, str(row[0]))] = row
-    return live
+        hits[(match.kind, match.src)] = _hit(query, read, fields)
+    return Page(
+        _grouped(list(hits.values())), len(hits), walk.cursor, gone, walk.checked, walk.capped
+    )
+
+
+def _hit(query: Query, read: _Found, fields: list[str]) -> Hit:
+    row, kind = read.row, read.match.kind
+    text = next(text for name, text in read.texts if name == fields[0])
+    session_id = None if row.session_id is None else str(row.session_id)
+    turn_id = None if row.turn_id is None else str(row.turn_id)
+    return Hit(
+        read.match.id,
+        kind,
+        str(row.id),
+        fields,
+        session_id,
+        turn_id,
+        None if row.status is None else str(row.status),
+        row.at,
+        snippet(text, query),
+        _hit_url(kind, str(row.id), session_id, turn_id),
+        None if row.turn_status is None else str(row.turn_status),
+    )
+
+
+def turn_ids(query: Query, filters: engine.Filters, limit: int) -> list[str]:
+    """The turns (oldest first) whose documents answer the query, of at most CHECK_CAP
+    documents: find in a session."""
+    first: dict[str, int] = {}
+    for match, read in Walk(query, filters, None, CHECK_CAP):
+        if read is not None and read.row.turn_id is not None:
+            first[str(read.row.turn_id)] = match.id
+    return sorted(first, key=first.get)[:limit]
 
 
 def _hit_url(kind, item_id, session_id, turn_id) -> str | None:
@@ -152,9 +214,9 @@ def _grouped(hits: list[Hit]) -> list[Group]:
         groups.setdefault(hit.session_id, Group(hit.session_id)).hits.append(hit)
     ids = [sid for sid in groups if sid is not None]
     if ids:
-        marks = ", ".join(["%s"] * len(ids))
+        listed, params = sqlite.in_list(ids)
         for sid, label, persona in sqlite.rows(
-            f"SELECT id, label, persona FROM sessions WHERE id IN ({marks})", ids
+            f"SELECT id, label, persona FROM sessions WHERE id IN {listed}", params
         ):
             group = groups.get(sid)
             if group:

@@ -54,6 +54,7 @@ class SearchForm:
     until: str = ""
     session: str = ""  # only this session's turns (the session page's find box without JS)
     before: int | None = None
+    count: int | None = None  # the first page's count, carried by its next links
     errors: dict[str, str] = field(default_factory=dict)
     filters: engine.Filters = field(default_factory=lambda: engine.Filters([]))
 
@@ -80,6 +81,7 @@ class SearchForm:
             if moment is not None:
                 setattr(form.filters, f"{name}_ms", moment)
         form.before = read(params, "before", _page_link, form.errors, "showing the first page")
+        form.count = read(params, "count", _page_link, form.errors, "counting again")
         return form
 
     def as_query(self) -> dict[str, str]:
@@ -158,13 +160,22 @@ def _results(form: SearchForm) -> dict:
         return {"query_error": str(error)}
     try:
         page = results.run(query, form.filters, form.before)
-        total = engine.count(query.match, form.filters, indexer.COUNT_CAP)
+        total = form.count if form.before is not None else None
+        if total is None:  # the first page counts; its next links carry the count on
+            total = engine.count(query.match, form.filters, indexer.COUNT_CAP)
     except engine.QueryNotUnderstood:
         return {"query_error": "The search engine could not read that query; try fewer symbols."}
     except (engine.QueryTooSlow, LedgerQueryTimeout):
         return {"query_error": "That search took too long: add a word or a filter to narrow it."}
     cap = indexer.COUNT_CAP
-    return {"page": page, "total": min(total, cap), "total_capped": total > cap}
+    return {
+        "page": page,
+        "total": min(total, cap),
+        "total_capped": total > cap,
+        "count_carried": min(total, cap + 1),
+        # The index counts documents with all of a phrase's words: at most that many match.
+        "total_at_most": query.needs_check,
+    }
 
 
 # Turns a session's find box marks at most: more is not a walk anyone takes key by key.
@@ -183,8 +194,8 @@ def find_in_session(request: HttpRequest, session_id: str) -> JsonResponse:
         _index_status()
         try:
             query = parse(q)
-            answer["turn_ids"] = engine.turn_ids(
-                query.match, engine.Filters([], session_id=session_id), FIND_LIMIT
+            answer["turn_ids"] = results.turn_ids(
+                query, engine.Filters([], session_id=session_id), FIND_LIMIT
             )
         except QueryError as error:
             answer["error"] = str(error)

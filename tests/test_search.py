@@ -1,6 +1,7 @@
 """/search/: every field searched, id jumps of every kind, filters, paging, hostile text and
 queries the engine cannot read. The index is built by the page itself (small steps per view)."""
 
+import hashlib
 import json
 import re
 from urllib.parse import urljoin, urlsplit
@@ -112,6 +113,44 @@ def test_identifiers_paths_phrases_and_prefixes_are_found(viewer_client, convers
     assert {h["id"] for h in hits(search(viewer_client, "branch* -login"))} == {"M1"}
 
 
+def test_a_phrase_is_checked_on_the_text_not_only_its_words(viewer_client, ledger):
+    """The index keeps which rows hold a word, not where: rows with the words apart, or each
+    word in another field, are candidates the page checks and leaves out."""
+    t = ledger.turn(ledger.session(id="S1"), id="T1")
+    ledger.message(t, 1, id="M1", content="the branch was deleted", created_at=T0)
+    ledger.message(t, 2, id="M2", content="I deleted the branch", created_at=T0 + 1)
+    ledger.tool_call(t, 1, id="C1", parameters='"deleted"', result='"the branch"')
+    ledger.message(t, 3, id="M3", content="was it the branch?", created_at=T0 + 2)
+    data = search(viewer_client, '"deleted the branch"')
+    assert [h["id"] for h in hits(data)] == ["M2"]
+    assert data["count_is_upper_bound"] and data["count"] == 3
+    page = viewer_client.get(URL, {"q": '"deleted the branch"'}).content.decode()
+    assert "Up to 3 matches" in page and "the phrase is checked" in page
+    # Leaving out a phrase leaves out rows with the phrase, not rows with its words apart.
+    left = {h["id"] for h in hits(search(viewer_client, 'branch -"branch was"'))}
+    assert left == {"M2", "M3", "C1"}
+
+
+@pytest.mark.parametrize(("cap", "value"), [("CHECK_CAP", 8), ("CHECK_BYTES", 80)])
+def test_a_phrase_check_stops_at_its_cap_and_the_next_page_goes_on(
+    viewer_client, ledger, monkeypatch, cap, value
+):
+    """Rows or bytes: 8 rows of 11 bytes pass both caps in the second batch of 4."""
+    monkeypatch.setattr("search.results.CHECK_BATCH", 4)
+    monkeypatch.setattr(f"search.results.{cap}", value)
+    t = ledger.turn(ledger.session(id="S1"), id="T1")
+    ledger.message(t, 0, id="OLD", content="exit code 1", created_at=T0)
+    for i in range(1, 13):
+        ledger.message(t, i, id=f"M{i}", content="code 1 exit", created_at=T0 + i)
+    first = search(viewer_client, '"exit code 1"')
+    assert hits(first) == [] and first["phrase_check_capped"] and first["next"]
+    html = viewer_client.get(URL, {"q": '"exit code 1"'}).content.decode()
+    assert "checked 8 rows" in html
+    more = re.search(r'<a href="([^"]+)" hx-get=', html.split('id="more"')[1]).group(1)
+    second = viewer_client.get(urljoin(URL, more.replace("&amp;", "&")) + "&format=json").json()
+    assert [h["id"] for h in hits(second)] == ["OLD"] and second["next"] is None
+
+
 # -- Following links -------------------------------------------------------------------------------
 
 
@@ -148,6 +187,20 @@ def test_older_matches_come_in_pages_by_keyset(viewer_client, ledger):
         urljoin(URL, more.group(1).replace("&amp;", "&")), headers={"HX-Request": "true"}
     ).content.decode()
     assert "needle number 9<" not in fragment and "<mark>needle</mark> number 0" in fragment
+
+
+def test_the_next_pages_carry_the_first_pages_count_instead_of_counting_again(
+    viewer_client, ledger, monkeypatch
+):
+    t = ledger.turn(ledger.session(id="S1"), id="T1")
+    for i in range(60):
+        ledger.message(t, i, id=f"M{i:03d}", content=f"needle number {i}", created_at=T0 + i)
+    html = viewer_client.get(URL, {"q": "needle"}).content.decode()
+    more = re.search(r'<a href="([^"]+)" hx-get=', html.split('id="more"')[1]).group(1)
+    counted = []
+    monkeypatch.setattr("search.engine.count", lambda *args: counted.append(args) or 0)
+    second = viewer_client.get(urljoin(URL, more.replace("&amp;", "&"))).content.decode()
+    assert counted == [] and "60 matches" in second and "M000" in second
 
 
 # -- Id jumps --------------------------------------------------------------------------------------
@@ -436,7 +489,7 @@ def test_a_search_that_runs_too_long_says_so(viewer_client, conversation, monkey
     monkeypatch.setattr("search.engine.QUERY_LIMIT_S", 0)
     monkeypatch.setattr("search.engine.PROGRESS_STEPS", 1)  # (a tiny index answers at once)
     # PostgreSQL's limit is at least 1 ms, which a tiny index beats: its search is made slow.
-    slow = "i.body @@ %s::tsquery AND (SELECT true FROM pg_sleep(0.05))"
+    slow = "r.body @@ %s::tsquery AND (SELECT true FROM pg_sleep(0.05))"
     monkeypatch.setattr("search.engine_postgres.MATCH_SQL", slow)
     response = viewer_client.get(URL, {"q": "branch"})
     assert response.status_code == 200
@@ -459,3 +512,32 @@ def test_odd_values_are_found_and_answered_as_json(viewer_client, ledger):
     data = search(viewer_client, "marmalade", since=str(T0 - 1000))
     assert [h["id"] for h in hits(data)] == ["M9"]  # indexed at 0 it fell outside the window
     assert [g["label"] for g in data["groups"]] == ["blob label"]
+
+
+def test_a_huge_session_id_and_persona_are_indexed_and_filter_the_results(viewer_client, ledger):
+    """Filter values are whatever the ledger holds: an id or persona of 10 kB is kept once and
+    found by its filter (on PostgreSQL a B-tree entry stops at ~2.7 kB: the values are unique
+    by a hash of their text)."""
+    noise = "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(160))
+    huge_id, huge_persona = "S" + noise, "persona-" + noise  # 10 kB that do not compress
+    s = ledger.session(id=huge_id, persona=huge_persona)
+    t = ledger.turn(s, id="T7")
+    ledger.set_head(s, t, t)
+    ledger.message(t, 1, id="M7", content="a quince tart")
+    other = ledger.session(id="S8")
+    t8 = ledger.turn(other, id="T8")
+    ledger.message(t8, 1, id="M8", content="another quince")
+    assert {h["id"] for h in hits(search(viewer_client, "quince"))} == {"M7", "M8"}
+    assert [h["id"] for h in hits(search(viewer_client, "quince", persona=huge_persona))] == ["M7"]
+    assert [h["id"] for h in hits(search(viewer_client, "quince", session=huge_id))] == ["M7"]
+
+
+def test_a_word_of_600_letters_is_found_by_itself(viewer_client, ledger):
+    """PostgreSQL keeps a word by its first 500 characters (a lexeme stops at 2 kB): the query's
+    word is cut the same way, so it still finds the row."""
+    word = "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(10))[:600]
+    s = ledger.session(id="S6")
+    t = ledger.turn(s, id="T6")
+    ledger.set_head(s, t, t)
+    ledger.message(t, 1, id="M6", content=f"token {word} end")
+    assert [h["id"] for h in hits(search(viewer_client, word))] == ["M6"]

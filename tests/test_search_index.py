@@ -32,7 +32,7 @@ def found(client, q) -> list[tuple[str, str | None]]:
 
 def indexed_items() -> int:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM search_item")
+        cursor.execute("SELECT count(*) FROM search_row")
         return cursor.fetchone()[0]
 
 
@@ -164,3 +164,48 @@ def test_a_ledger_without_the_agents_tables_is_not_indexed_and_breaks_nothing(
     answer = viewer_client.get("/search/", {"q": "lonely", "format": "json"})
     assert answer.status_code == 200
     assert viewer_client.get("/search/", {"q": "R-alone"}).status_code in (200, 302)
+
+
+def test_rows_of_one_millisecond_are_all_found_each_once(viewer_client, ledger, monkeypatch):
+    """A document's id is its time in ms: a burst of rows in one ms (or a junk time, all 0)
+    takes the next free ids, across batches too."""
+    monkeypatch.setattr(indexer, "BATCH", 3)
+    t = ledger.turn(ledger.session(id="S1"), id="T1")
+    ledger.message(t, 0, id="LATER", content="burst", created_at=T0 + 2)
+    for i in range(1, 8):
+        ledger.message(t, i, id=f"M{i}", content="burst", created_at=T0)
+    ledger.message(t, 8, id="JUNK", content="burst", created_at="not a time")
+    ids = [hit_id for hit_id, _ in found(viewer_client, "burst")]
+    assert sorted(ids) == sorted(["LATER", "JUNK", *(f"M{i}" for i in range(1, 8))])
+    assert ids[-1] == "JUNK"  # the oldest, at 0
+
+
+def test_a_pending_row_that_has_not_changed_is_not_indexed_again(
+    viewer_client, ledger, monkeypatch
+):
+    """Each page view compares the open rows' statuses and lengths with what was indexed: it
+    writes (and leaves old words behind) only for a row that changed."""
+    t = ledger.turn(ledger.session(id="S1"), id="T1", status="streaming", started_at=now_ms())
+    ledger.tool_call(t, 1, id="C1", parameters='{"q": "walrus"}', result=None, status="pending")
+    assert found(viewer_client, "walrus") == [("C1", "pending")]
+    added = []
+    monkeypatch.setattr(engine, "add", lambda docs: added.append(docs))
+    for _ in range(3):
+        assert found(viewer_client, "walrus") == [("C1", "pending")]
+    assert added == []
+    ledger.conn.execute("UPDATE tool_calls SET status = 'running' WHERE id = 'C1'")
+    viewer_client.get(URL, {"q": "walrus"})
+    assert [doc.src for docs in added for doc in docs] == [1]
+
+
+def test_a_pending_row_with_no_text_yet_becomes_searchable_when_its_text_arrives(
+    viewer_client, ledger
+):
+    s = ledger.session(id="S1", label=None, created_at=now_ms())
+    t = ledger.turn(s, id="T1", status="streaming", started_at=now_ms())
+    ledger.tool_call(t, 1, id="C1", tool_name="", parameters="", result=None, status="pending")
+    assert found(viewer_client, "walrus") == []
+    ledger.conn.execute("UPDATE tool_calls SET result = '\"walrus\"', status = 'completed'")
+    ledger.conn.execute("UPDATE sessions SET label = 'Narwhal watch'")
+    assert found(viewer_client, "walrus") == [("C1", "completed")]
+    assert found(viewer_client, "narwhal") == [("S1", "active")]

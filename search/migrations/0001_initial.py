@@ -12,10 +12,11 @@ def create_index_tables(apps, schema_editor):
 
 def drop_index_tables(apps, schema_editor):
     if schema_editor.connection.vendor in ("sqlite", "postgresql"):
+        from search import engine
+
         with schema_editor.connection.cursor() as cursor:
-            cursor.execute("DROP TABLE IF EXISTS search_text")
-            cursor.execute("DROP TABLE IF EXISTS search_item")
-            cursor.execute("DROP TABLE IF EXISTS search_row")
+            for sql in engine.DROP:
+                cursor.execute(sql)
 
 
 class Migration(migrations.Migration):
