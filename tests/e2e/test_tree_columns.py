@@ -73,3 +73,32 @@ def test_one_row_carries_the_keyboard_cursor_after_clicks(page, live_server, vie
         page.locator(f'.tree-row[data-turn="{turn_id}"]').click()
         page.wait_for_timeout(150)
     assert page.locator(".tree-row.cursor").count() == 1
+
+
+@pytest.fixture
+def long_questions(ledger):
+    """A root with two answers, every question long: ROOT, "2 answers", 1/2, LEAF, HEAD."""
+    s = ledger.session(id="S3")
+    root = ledger.turn(s, id="R", started_at=T0, completed_at=T0 + 1)
+    ledger.message(root, 1, content="a long question " * 30)
+    for n in range(2):
+        t = ledger.turn(s, root, id=f"A{n}", started_at=T0 + 10 + n, completed_at=T0 + 20 + n)
+        ledger.message(t, 1, content="a long question " * 30)
+        ledger.message(t, 2, role="assistant", content=f"answer {n} " * 30)
+    ledger.set_head(s, root, {"id": "A1"})
+
+
+def test_a_wide_row_cuts_its_question_not_its_badges(
+    page, live_server, viewer, long_questions, sign_in
+):
+    """On a desktop a row with a badge or two cuts its long question ("a long question a…"),
+    and every badge reads whole (it read "RO", "HEA")."""
+    page.set_viewport_size({"width": 1280, "height": 900})
+    sign_in("vera", next_url="/sessions/S3/")
+    clipped = page.evaluate(
+        """() => Array.from(document.querySelectorAll('.tree-row[data-turn] .marks'))
+            .filter((marks) => marks.scrollWidth > marks.clientWidth + 3)
+            .map((marks) => marks.closest('.tree-row').dataset.turn)"""
+    )  # a pixel or two is rounding; a cut letter is ~8 px
+    assert page.locator(".tree-row[data-turn] .marks .mark").count() >= 3
+    assert clipped == []
