@@ -22,7 +22,6 @@ from django.test import TestCase
 from pg_ledger import (  # noqa: F401 - the --ledger-backend fixtures
     PostgresLedgers,
     postgres_database,
-    postgres_server,
     pytest_collection_modifyitems,
 )
 from pg_ledger import pytest_addoption as add_ledger_backend_option

@@ -1,20 +1,22 @@
 """PostgreSQL for the tests: a throwaway server, and the ledger on it.
 
 Two uses:
-- fixtures for tests that need a PostgreSQL database of their own (`postgres_database`);
+- `postgres_database`, for tests that need a PostgreSQL database of their own (on the run's
+  throwaway server, conftest's `postgres` fixture);
 - `pytest --ledger-backend=postgres`: every test's ledger is a fresh PostgreSQL database made
   from the DDL in ledgerweb/sql/postgres/ instead of a fresh SQLite file, so the same tests check
   the pages on both backends (make test runs the view, chart, admin, health and importer tests a
   second time this way).
 
-A machine without PostgreSQL binaries skips these tests with the command that installs them.
+`make test` installs PostgreSQL's binaries when missing (`make postgres`): without them these
+tests fail with that command (tests/postgres_server.py), never skip silently.
 """
 
 from itertools import count
 
 import psycopg
 import pytest
-from postgres_server import PostgresServer, postgres_bin
+from postgres_server import PostgresServer
 
 _serial = count()
 TEMPLATE = "ledger_template"
@@ -29,18 +31,10 @@ def pytest_addoption(parser):
     )
 
 
-@pytest.fixture(scope="session")
-def postgres_server():
-    if postgres_bin() is None:
-        pytest.skip("no PostgreSQL binaries: run `make postgres`")
-    with PostgresServer() as server:
-        yield server
-
-
 @pytest.fixture
-def postgres_database(postgres_server) -> str:
-    """A new empty database on the throwaway server: its postgres:// URL."""
-    return postgres_server.create_database(f"test_{next(_serial)}")
+def postgres_database(postgres) -> str:
+    """A new empty database on the run's throwaway server: its postgres:// URL."""
+    return postgres.create_database(f"test_{next(_serial)}")
 
 
 # Tests that fail on a PostgreSQL ledger, each with why: marked as expected failures on the

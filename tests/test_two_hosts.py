@@ -33,6 +33,13 @@ HOURS = 60
 PER_HOUR = 500
 _databases = count()
 
+# The two races below need Django's own database on PostgreSQL (hosts cannot share a SQLite
+# file): make test runs them in its second pass, listed in the Makefile's DJANGO_STATE_TESTS.
+ONLY_ON_THE_POSTGRES_PASS = (
+    "runs in make test's --django-db=postgres pass (DJANGO_STATE_TESTS): hosts cannot share "
+    "a SQLite database, so there is no race to test on this pass"
+)
+
 
 def env_for(url: str, ledger: Path, host: str) -> dict[str, str]:
     return os.environ | {
@@ -236,7 +243,7 @@ def test_two_hosts_meeting_a_new_ledger_at_once_name_it_once(ledger, monkeypatch
     from pipeline.models import RollupLedger
 
     if connection.vendor != "postgresql":
-        pytest.skip("hosts share ledgerweb's database only on PostgreSQL (--django-db=postgres)")
+        pytest.skip(ONLY_ON_THE_POSTGRES_PASS)
     ledger.request(started_at=now_ms() - 3 * H)
     naming = threading.Barrier(2)
     real_uuid4 = uuid.uuid4
@@ -267,7 +274,7 @@ def test_two_hosts_charting_the_same_hours_at_once_build_each_hour_once(ledger, 
     from pipeline import rollups
 
     if connection.vendor != "postgresql":
-        pytest.skip("hosts share ledgerweb's database only on PostgreSQL (--django-db=postgres)")
+        pytest.skip(ONLY_ON_THE_POSTGRES_PASS)
     first = (now_ms() - 8 * H) // H * H
     for hour in range(6):
         for minute in range(5):
