@@ -154,8 +154,8 @@ def rows(sql: str, params=(), alias: str = LEDGER, *, named: bool = False) -> li
     """Every row of one query, by default on the read-only ledger (and so under its time limit):
     tuples, or with `named` dicts by column name.
 
-    The one place raw SQL meets a cursor (tests/test_sql_entry_point.py keeps it so): where the
-    PostgreSQL variants will sit."""
+    The one place raw SQL meets a cursor (tests/test_sql_entry_point.py keeps it so). On
+    PostgreSQL, NUMERIC sums come back as the int or float SQLite gives (dialect.plain_number)."""
     with connections[alias].cursor() as cursor:
         cursor.execute(sql, list(params))
         found = cursor.fetchall()
