@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 from ledgerfacts.timestamps import elapsed_ms, now_ms
 from ledgerweb import dialect, sqlite
+from ledgerweb.downloads import cut_to_heads, with_heads
 from ledgerweb.health import STUCK_AFTER_MS
 from ledgerweb.paging import capped
 from ledgerweb.text import JsonText, parse_json, show_json
@@ -20,6 +21,9 @@ SIMILAR_CAP = 100
 RELATED_LIMIT = 10
 # Above this many rows sharing a value, walking the newest rows beats sorting them all.
 RELATED_WALK_ABOVE = 2_000
+# The free-form fields a runtime may fill with megabytes: the page shows the first
+# downloads.PAGE_CHARS characters of each, and offers the whole value as a download.
+LONG_FIELDS = ("request_snapshot", "error_stack", "error_message", "hooks_context", "permissions")
 RELATED_COLUMNS = (
     "id", "status", "started_at", "event_source", "event_type", "stage", "error_stage",
 )  # fmt: skip
@@ -79,6 +83,7 @@ class RequestDetail:
     cards: dict[str, StageCard] = field(default_factory=dict)
     failing_hook: str | None = None
     handled_text: str = ""
+    cut: dict[str, int] = field(default_factory=dict)  # long fields shown in part: whole length
 
     @property
     def cost(self):
@@ -106,15 +111,16 @@ def load_request(request_id: str, with_similar: bool = True) -> RequestDetail | 
     """A request and what the page shows about it. `with_similar=False` leaves out the similar
     failures' count: for a rare message it reads every failure of the stage (~1 s on a million
     rows), so the page loads it afterwards (similar_failures view) instead of waiting for it."""
-    r = NexusRequest.objects.filter(id=request_id).first()
+    r = with_heads(NexusRequest.objects.filter(id=request_id), LONG_FIELDS).first()
     if r is None:
         return None
+    cut = cut_to_heads(r, LONG_FIELDS)
     timings = parse_timings(r.stage_timings)
     hooks = Hooks(
         json_list(r.hooks_matched, "hooks_matched"),
         json_list(r.hooks_fired, "hooks_fired"),
         r.hooks_handled,
-        show_json(r.hooks_context),
+        show_json(r.hooks_context, total_chars=cut.get("hooks_context")),
     )
     detail = RequestDetail(
         request=r,
@@ -124,10 +130,11 @@ def load_request(request_id: str, with_similar: bool = True) -> RequestDetail | 
             stage=r.stage, status=r.status, error_stage=r.error_stage, error_message=r.error_message
         ),
         hooks=hooks,
-        permissions=show_json(r.permissions),
+        permissions=show_json(r.permissions, total_chars=cut.get("permissions")),
         tool_names=json_list(r.agent_tool_calls, "agent_tool_calls"),
         message_ids=json_list(r.delivery_message_ids, "delivery_message_ids"),
-        snapshot=show_json(r.request_snapshot),
+        snapshot=show_json(r.request_snapshot, total_chars=cut.get("request_snapshot")),
+        cut=cut,
     )
     detail.cards = stage_cards(detail.bars, r)
     detail.handled_text = hooks_handled_text(r.hooks_handled, detail.cards)

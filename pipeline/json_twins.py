@@ -2,6 +2,8 @@
 
 from dataclasses import asdict
 
+from django.urls import reverse
+
 from ledgerweb.costs import cost_json
 from ledgerweb.paging import list_envelope
 from pipeline.costs import request_cost
@@ -36,6 +38,7 @@ def _cost(r) -> dict | None:
 
 def request_detail(d: RequestDetail) -> dict:
     r = d.request
+    here = reverse("pipeline:request", args=[r.id])
     fields = {f.attname: getattr(r, f.attname) for f in r._meta.concrete_fields}
     return {
         "request": fields,
@@ -59,4 +62,9 @@ def request_detail(d: RequestDetail) -> dict:
             stage: {"state": card.state, "note": card.note} for stage, card in d.cards.items()
         },
         "failing_hook": d.failing_hook,
+        # Long fields above hold their first characters only: here is how to get each whole.
+        "cut": {
+            name: {"total_chars": total, "download": f"{here}?download={name}"}
+            for name, total in d.cut.items()
+        },
     }

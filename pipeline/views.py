@@ -5,13 +5,15 @@ from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
 from django.views.decorators.http import require_GET
 
+from ledgerweb import downloads
 from ledgerweb.http import respond, wants_json
 from ledgerweb.params import answers_bad_parameters, choice, cursor, sqlite_number, strict
 from ledgerweb.sqlite import LedgerQueryTimeout
 from pipeline import charts, json_twins, summariser
-from pipeline.detail import load_request, similar_query
+from pipeline.detail import LONG_FIELDS, load_request, similar_query
 from pipeline.filters import WINDOWS, RequestFilters
 from pipeline.listing import newer_page, request_page
+from pipeline.models import NexusRequest
 from pipeline.stages import STAGES, STATUSES
 
 # Text filters under "More filters": query parameter and label.
@@ -79,7 +81,11 @@ def _request_list_page(request: HttpRequest, filters: RequestFilters, page, live
 
 
 @require_GET
+@answers_bad_parameters
 def request_detail(request: HttpRequest, request_id: str) -> HttpResponse:
+    long_field = strict(request.GET, "download", choice(*LONG_FIELDS))
+    if long_field:
+        return _download(request_id, long_field)
     # The page counts similar failures after it loads (see similar_failures); the twin at once.
     detail = load_request(request_id, with_similar=wants_json(request))
     if detail is None:
@@ -89,6 +95,14 @@ def request_detail(request: HttpRequest, request_id: str) -> HttpResponse:
         page=lambda: _request_page(request, detail),
         twin=lambda: json_twins.request_detail(detail),
     )
+
+
+def _download(request_id: str, name: str) -> HttpResponse:
+    if not NexusRequest.objects.filter(id=request_id).exists():
+        raise Http404(f"No request {request_id!r} in this ledger")
+    content = downloads.pieces("nexus_requests", name, "id = %s", [request_id])
+    is_json = name not in ("error_stack", "error_message")
+    return downloads.attachment(content, f"{request_id}-{name}", is_json=is_json)
 
 
 def _request_page(request: HttpRequest, detail) -> HttpResponse:

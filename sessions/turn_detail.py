@@ -4,8 +4,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ledgerfacts.timestamps import elapsed_ms
-from ledgerweb import sqlite
-from ledgerweb.text import PREVIEW_CHARS, JsonText, render_markdown, show_json
+from ledgerweb import downloads, sqlite
+from ledgerweb.text import PREVIEW_CHARS, JsonText, as_text, render_markdown, show_json
 from sessions.kinds import children_prefix
 
 
@@ -218,17 +218,40 @@ def _sequence_problems(messages, calls) -> list[str]:
     return problems
 
 
-def load_payload(turn_id: str, kind: str, item_id: str) -> str | None:
-    """The whole text of one big payload, for "load all"."""
-    columns = {
-        "message": ("messages", "content"),
-        "parameters": ("tool_calls", "parameters"),
-        "result": ("tool_calls", "result"),
-    }
-    if kind not in columns:
+PAYLOAD_COLUMNS = {
+    "message": ("messages", "content"),
+    "parameters": ("tool_calls", "parameters"),
+    "result": ("tool_calls", "result"),
+}
+PAYLOAD_ROW = "id = %s AND turn_id = %s"
+
+
+@dataclass
+class Payload:
+    text: str  # at most downloads.PAGE_CHARS characters
+    total_chars: int
+
+    @property
+    def cut(self) -> bool:
+        return self.total_chars > len(self.text)
+
+
+def load_payload(turn_id: str, kind: str, item_id: str) -> Payload | None:
+    """One big payload, for "load all": as much as a page shows, and its whole length."""
+    if kind not in PAYLOAD_COLUMNS:
         return None
-    table, column = columns[kind]
-    rows = sqlite.rows(
-        f"SELECT {column} FROM {table} WHERE id = %s AND turn_id = %s", [item_id, turn_id]
+    table, column = PAYLOAD_COLUMNS[kind]
+    found = sqlite.rows(
+        f"SELECT substr({column}, 1, %s), length({column}) FROM {table} WHERE {PAYLOAD_ROW}",
+        [downloads.PAGE_CHARS, item_id, turn_id],
     )
-    return rows[0][0] if rows else None
+    if not found:
+        return None
+    text, total = found[0]
+    return Payload(as_text(text), total or 0)
+
+
+def payload_pieces(turn_id: str, kind: str, item_id: str):
+    """The whole payload, for its download."""
+    table, column = PAYLOAD_COLUMNS[kind]
+    return downloads.pieces(table, column, PAYLOAD_ROW, [item_id, turn_id])

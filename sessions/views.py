@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
-from ledgerweb import sqlite
+from ledgerweb import downloads, sqlite
 from ledgerweb.html_parts import IdUrls, css_name
 from ledgerweb.http import respond
 from ledgerweb.params import answers_bad_parameters, choice, cursor, strict, text
@@ -25,7 +25,13 @@ from sessions.models import Session
 from sessions.page import tree_page
 from sessions.rows_html import tool_calls_html, tree_rows_html
 from sessions.thread import load_thread
-from sessions.turn_detail import add_payloads, load_payload, load_tool_call, load_turn_detail
+from sessions.turn_detail import (
+    add_payloads,
+    load_payload,
+    load_tool_call,
+    load_turn_detail,
+    payload_pieces,
+)
 
 # The thread page shows this many turns, by default the ones nearest the fork point; the others
 # are counted and come in earlier pages (a 20,000-turn page was 12 MB of HTML and ten seconds).
@@ -294,21 +300,30 @@ def tool_call(request: HttpRequest, session_id: str, turn_id: str, call_id: str)
 
 
 @require_GET
+@answers_bad_parameters
 def payload(request: HttpRequest, session_id: str, turn_id: str, kind: str, item_id: str):
     session = _get_session_and_turn(session_id, turn_id)
-    text = load_payload(turn_id, kind, item_id)
-    if text is None:
+    whole = load_payload(turn_id, kind, item_id)
+    if whole is None:
         raise Http404("No such payload")
+    if strict(request.GET, "download", choice("1")):
+        return _download(turn_id, kind, item_id)
     ctx = {"kind": kind, "item_id": item_id, "session": session, "turn_id": turn_id}
+    ctx["payload"] = whole
     if kind == "message":
-        ctx["text"] = text
+        ctx["text"] = whole.text
     else:
-        ctx["json"] = show_json(text)
+        ctx["json"] = show_json(whole.text, total_chars=whole.total_chars)
     return render(
         request,
         _fragment_or_page(request, "sessions/payload.html", "sessions/payload_page.html"),
         ctx,
     )
+
+
+def _download(turn_id: str, kind: str, item_id: str) -> HttpResponse:
+    content = payload_pieces(turn_id, kind, item_id)
+    return downloads.attachment(content, f"{kind}-{item_id}", is_json=kind != "message")
 
 
 def _fragment_or_page(request: HttpRequest, fragment: str, page: str) -> str:

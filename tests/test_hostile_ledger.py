@@ -280,14 +280,18 @@ def test_a_turn_anywhere_in_the_50000_turn_session_opens_on_a_bounded_page(fetch
 
 
 @HUGE
-def test_a_ten_megabyte_message_is_shown_in_part_and_loaded_whole_on_demand(fetch, huge):
+def test_a_ten_megabyte_message_is_shown_in_part_and_downloaded_whole_on_demand(fetch, huge):
     with sqlite3.connect(huge) as conn:
         (length,) = conn.execute("SELECT length(content) FROM messages WHERE id = 'MB1'").fetchone()
     panel = fetch(f"/sessions/{BIG}/turns/{BIG_TURN}/").content.decode()
     assert len(panel) < 1_000_000  # the page carries neither the message nor the tool result
     assert f"of {length:,} characters" in panel  # and says how much there is
-    whole = fetch(f"/sessions/{BIG}/turns/{BIG_TURN}/payload/message/MB1/").content
-    assert len(whole) > length > 10_000_000
+    # "Load all" shows as much as a page holds and offers the rest as a download.
+    url = f"/sessions/{BIG}/turns/{BIG_TURN}/payload/message/MB1/"
+    more = fetch(url).content.decode()
+    assert len(more) < PAGE_BOUND_BYTES and f"of {length:,} characters" in more
+    whole = fetch(url + "?download=1", documented=False).content.decode()
+    assert len(whole) == length > 10_000_000
 
 
 # -- docs/benchmarks.md ------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from builders import LEDGER_DB, T0, parse_html
+from django.urls import reverse
 
 from ledgerfacts.timestamps import now_ms
 from pipeline.stages import STAGES
@@ -173,3 +174,64 @@ def test_the_hooks_card_reads_an_odd_handled_flag_as_the_charts_do(
     cards = card_texts(viewer_client.get("/pipeline/requests/ODD/").content.decode())
     assert says in cards["Hooks"]
     assert f"Skipped: {skipped_because}." in cards["Agent"]
+
+
+@pytest.fixture
+def short_page(monkeypatch):
+    """Pages show 1,000 characters of a value and downloads read 300 at a time, so a few KB
+    behave like a runtime's 50 MB snapshot."""
+    monkeypatch.setattr("ledgerweb.downloads.PAGE_CHARS", 1_000)
+    monkeypatch.setattr("ledgerweb.downloads.PIECE_CHARS", 300)
+
+
+def test_a_huge_snapshot_and_stack_are_shown_in_part_and_download_whole(
+    viewer_client, ledger, short_page
+):
+    snapshot = json.dumps({"history": [f"message {i} — é" for i in range(400)]})
+    stack = "".join(f"  at frame{i} (agent.js:{i})\n" for i in range(200))
+    failed_at(ledger, "runAgent", request_snapshot=snapshot, error_stack=stack)
+    url = reverse("pipeline:request", args=["F-runAgent"])
+    got = viewer_client.get(url)
+    page, tree = got.content.decode(), parse_html(got.content)
+    assert len(page) < 20_000  # the cut parts, not the whole values
+    notes = {" ".join("".join(p.itertext()).split()): p.find("a").get("href")
+             for p in tree.iter("p") if "cut-note" in p.get("class", "")}  # fmt: skip
+    assert notes == {
+        f"Showing the first 1,000 of {len(stack):,} characters: too long for a page. "
+        "Download the whole stack trace": url + "?download=error_stack",
+        f"Showing the first 1,000 of {len(snapshot):,} characters: too long for a page. "
+        "Download the whole snapshot": url + "?download=request_snapshot",
+    }
+    # Followed: each link gives the whole value as stored, as a file.
+    got = viewer_client.get(notes[next(n for n in notes if "snapshot" in n)])
+    assert got["Content-Disposition"] == 'attachment; filename="F-runAgent-request_snapshot.json"'
+    assert b"".join(got.streaming_content) == snapshot.encode()
+    got = viewer_client.get(url + "?download=error_stack")
+    assert got["Content-Type"] == "text/plain; charset=utf-8"
+    assert b"".join(got.streaming_content) == stack.encode()
+
+
+def test_the_json_twin_says_which_fields_it_cut_and_where_to_get_them(
+    viewer_client, ledger, short_page
+):
+    context = json.dumps({"k": "v" * 5_000})
+    ledger.request(id="R1", status="completed", hooks_context=context)
+    url = reverse("pipeline:request", args=["R1"])
+    twin = viewer_client.get(url + "?format=json").json()
+    assert len(twin["request"]["hooks_context"]) == 1_000
+    assert twin["cut"] == {
+        "hooks_context": {"total_chars": len(context), "download": url + "?download=hooks_context"}
+    }
+
+
+def test_a_download_of_a_field_that_is_not_long_or_of_a_missing_request_is_refused(
+    viewer_client, ledger
+):
+    ledger.request(id="R1", status="completed")
+    url = reverse("pipeline:request", args=["R1"])
+    bad = viewer_client.get(url + "?download=event_id")
+    assert bad.status_code == 400 and "download" in bad.content.decode()
+    missing = viewer_client.get(
+        reverse("pipeline:request", args=["R404"]) + "?download=error_stack"
+    )
+    assert missing.status_code == 404

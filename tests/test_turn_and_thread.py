@@ -7,6 +7,7 @@ import pytest
 from builders import LEDGER_DB, T0, parse_fragment, parse_html
 from django.db import connections
 from django.urls import reverse
+from django.utils.html import escape
 
 from ledgerweb.db import LEDGER
 from ledgerweb.text import PREVIEW_CHARS
@@ -133,8 +134,11 @@ def test_huge_payloads_are_cut_and_load_in_full_on_demand(viewer_client, ledger)
     assert result["truncated"] and len(result["text"]) == PREVIEW_CHARS
     assert result["total_chars"] == len(big)
     assert data["messages"][0]["truncated"]
+    # "Load all" of 10 MB: as much as a page holds, and the whole value as a download.
     full = viewer_client.get("/sessions/S1/turns/T1/payload/result/C-big/").content.decode()
-    assert full.count("x" * 100) == 100_000
+    assert f"Showing the first 1,000,000 of {len(big):,} characters" in full
+    whole = viewer_client.get("/sessions/S1/turns/T1/payload/result/C-big/?download=1")
+    assert b"".join(whole.streaming_content) == big.encode()
     message = viewer_client.get("/sessions/S1/turns/T1/payload/message/M-big/").content.decode()
     assert "y" * (PREVIEW_CHARS + 10) in message
 
@@ -527,3 +531,65 @@ def test_load_all_followed_without_htmx_is_a_page_with_the_whole_payload(viewer_
     assert "<html" in page and "x" * 50_000 in page and 'href="/sessions/S1/turns/T1/"' in page
     part = viewer_client.get(url, headers={"HX-Request": "true"}).content.decode()
     assert "<html" not in part and "x" * 50_000 in part
+
+
+@pytest.fixture
+def small_load_all(monkeypatch):
+    """ "Load all" capped at 1,000 characters and downloads read 300 at a time, so a few KB
+    behave like the 50 MB tool result that made a 50 MB page."""
+    monkeypatch.setattr("ledgerweb.downloads.PAGE_CHARS", 1_000)
+    monkeypatch.setattr("ledgerweb.downloads.PIECE_CHARS", 300)
+
+
+def test_load_all_of_a_huge_result_shows_a_capped_part_and_downloads_the_rest(
+    viewer_client, ledger, small_load_all
+):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    whole = json.dumps({"lines": [f"ligne {i} é✓" for i in range(500)]}, ensure_ascii=False)
+    ledger.tool_call(t, 1, id="C1", result=whole)
+    ledger.set_head(s, t, t)
+    url = reverse("sessions:payload", args=["S1", "T1", "result", "C1"])
+    # A new tab (a whole page), and "Load all" in the turn's panel (a fragment).
+    for headers, parse in (({}, parse_html), ({"HX-Request": "true"}, parse_fragment)):
+        page = viewer_client.get(url, headers=headers).content.decode()
+        assert f"Showing the first 1,000 of {len(whole):,} characters" in page
+        assert escape(whole[:1_000]) in page and escape(whole[:1_001]) not in page
+        download = parse(page).find(".//a[@download]")
+        assert download.text == "Download the whole result"
+    # The link is absolute: swapped into the turn's panel, it still names this payload.
+    assert download.get("href") == url + "?download=1"
+    got = viewer_client.get(download.get("href"))
+    assert got["Content-Disposition"] == 'attachment; filename="result-C1.json"'
+    assert b"".join(got.streaming_content) == whole.encode()
+
+
+def test_a_long_message_downloads_as_text_and_a_short_one_offers_no_download(
+    viewer_client, ledger, small_load_all
+):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    ledger.message(t, 1, id="M1", content="<b>x</b>" * 400)
+    ledger.message(t, 2, id="M2", content="short <b>reply</b>")
+    ledger.set_head(s, t, t)
+    long_url = reverse("sessions:payload", args=["S1", "T1", "message", "M1"])
+    got = viewer_client.get(long_url + "?download=1")
+    assert got["Content-Type"] == "text/plain; charset=utf-8"
+    assert b"".join(got.streaming_content) == b"<b>x</b>" * 400
+    short = viewer_client.get(reverse("sessions:payload", args=["S1", "T1", "message", "M2"]))
+    assert "short &lt;b&gt;reply&lt;/b&gt;" in short.content.decode()
+    assert "Download the whole" not in short.content.decode()
+    bad = viewer_client.get(long_url + "?download=yes")
+    assert bad.status_code == 400 and "download" in bad.content.decode()
+
+
+def test_a_result_stored_as_a_blob_downloads_byte_for_byte(viewer_client, ledger, small_load_all):
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    raw = ("données " * 200).encode() + b"\xff\xfe"
+    ledger.tool_call(t, 1, id="C1", result=raw)
+    ledger.set_head(s, t, t)
+    url = reverse("sessions:payload", args=["S1", "T1", "result", "C1"])
+    page = viewer_client.get(url).content.decode()
+    assert "données" in page and "Download the whole result" in page
+    assert b"".join(viewer_client.get(url + "?download=1").streaming_content) == raw
