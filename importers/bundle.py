@@ -69,6 +69,7 @@ class ImportReport:
         self.unmapped_data: Counter[str] = Counter()
         self.repairs: Counter[str] = Counter()
         self.failed_sessions: list[tuple[str, str]] = []  # (where, why)
+        self.failed_requests: list[tuple[str, str]] = []  # (where, why): ledger_ship's requests
         self.wrong_formats: list[tuple[str, str]] = []  # (input, message)
         self.empty_inputs: list[str] = []
         self.waits: list[tuple[str, str]] = []  # (where, why) of records for a later import
@@ -103,6 +104,10 @@ class ImportReport:
         """A session left out entirely (nothing of it written)."""
         self.failed_sessions.append((where, why))
 
+    def request_failed(self, where: str, why: str) -> None:
+        """A Nexus Ledger request left out (ledger_ship): not a session, so not counted as one."""
+        self.failed_requests.append((where, why))
+
     def wrong_format(self, where: str, message: str) -> None:
         self.wrong_formats.append((where, message))
 
@@ -125,6 +130,8 @@ class ImportReport:
             problems.append(f"{len(self.wrong_formats)} input(s) refused: not {fmt}")
         if self.failed_sessions:
             problems.append(f"{len(self.failed_sessions)} session(s) left out entirely")
+        if self.failed_requests:
+            problems.append(f"{len(self.failed_requests)} request(s) left out")
         if self.skips:
             problems.append(f"{len(self.skips)} malformed record(s) skipped")
         if self.collisions:
@@ -161,6 +168,9 @@ class ImportReport:
         if self.failed_sessions:
             lines.append(f"Sessions left out entirely: {len(self.failed_sessions)}")
             lines += [f"  {where}: {why}" for where, why in self.failed_sessions]
+        if self.failed_requests:
+            lines.append(f"Requests left out: {len(self.failed_requests)}")
+            lines += [f"  {where}: {why}" for where, why in self.failed_requests]
         if self.empty_inputs:
             title = f"Empty files (nothing to import): {len(self.empty_inputs)}"
             lines += _listed(title, [(where, None) for where in self.empty_inputs])

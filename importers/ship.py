@@ -223,7 +223,7 @@ def _read_rows(conn, table: str, columns: list[str], key: str, values: list) -> 
 
 
 def _record(target: WriteTarget, host: str, source: str, watermark: int, report) -> None:
-    problems = len(report.failed_sessions) + len(report.collisions)
+    problems = len(report.failed_sessions) + len(report.failed_requests) + len(report.collisions)
     target.execute(
         f"INSERT INTO {SHIPMENTS} (host, source, watermark, shipped_at, rows_added, problems)"
         " VALUES (:host, :source, :watermark, :now, :added, :problems)"

@@ -226,7 +226,7 @@ def write_requests(conn, rows: list[dict], where: str, report: ImportReport) -> 
             for row in rows:
                 write_requests(target, [row], where, report)
         else:
-            report.session_failed(
+            report.request_failed(
                 f"{where} {rows[0].get('id')}", f"{type(error).__name__}: {error}"
             )
         return

@@ -55,6 +55,15 @@ def rows(conn, table: str) -> set[tuple]:
     return {tuple(int(v) if isinstance(v, bool) else v for v in row) for row in found}
 
 
+def section(summary: str, title: str) -> str:
+    """The summary's lines under `title` (indented), which must be there."""
+    lines = summary.splitlines()
+    assert title in lines, summary
+    after = lines[lines.index(title) + 1 :]
+    indented = [line.startswith("  ") for line in after] + [False]
+    return "\n".join(after[: indented.index(False)])
+
+
 def central(url: str):
     return psycopg.connect(url, autocommit=True)
 
@@ -174,13 +183,21 @@ def test_odd_values_are_shipped_as_they_are_meant_or_reported(tmp_path, postgres
     builder.turn(fine, prompt_tokens=2.0)  # REAL where INTEGER is declared, a whole number
     builder.request(principal_is_user=1, hooks_handled=0)
     # ledgerweb reads text in a BOOLEAN as unreadable: stored as true it would read yes.
-    builder.request(hooks_handled="true")
+    odd_request = builder.request(hooks_handled="true")
     odd = builder.session()
-    builder.turn(odd, prompt_tokens=1.5)  # no BIGINT holds this unchanged
+    odd_turn = builder.turn(odd, prompt_tokens=1.5)  # no BIGINT holds this unchanged
 
-    out = run_ship(path, postgres_database, problems="2 session\\(s\\) left out")
-    assert "prompt_tokens" in out and "1.5" in out
-    assert "hooks_handled" in out and "'true'" in out
+    out = run_ship(
+        path,
+        postgres_database,
+        problems=r"1 session\(s\) left out entirely; 1 request\(s\) left out",
+    )
+    # Each left-out item under its own kind: the session (named by its turn's value), the request.
+    sessions = section(out, "Sessions left out entirely: 1")
+    assert f"session {odd['id']}: ValueError: turns.prompt_tokens of {odd_turn['id']}" in sessions
+    requests = section(out, "Requests left out: 1")
+    assert f"nexus_requests {odd_request['id']}: ValueError" in requests
+    assert "'true'" in requests
     with central(postgres_database) as pg:
         assert pg.execute("SELECT id, prompt_tokens FROM turns").fetchall() == [("T000002", 2)]
         assert pg.execute(
