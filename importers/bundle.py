@@ -13,6 +13,7 @@ bundle into one transaction.
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from ledgerfacts import ulid
 from ledgerfacts.schema import OPTIONAL_TABLES
@@ -74,6 +75,8 @@ class ImportReport:
         self.empty_inputs: list[str] = []
         self.waits: list[tuple[str, str]] = []  # (where, why) of records for a later import
         self.collisions: list[tuple[str, str]] = []  # (where, why): one id, other content
+        # (where, why, since ms): left out again after an earlier run reported them (ledger_ship)
+        self.still_left_out: list[tuple[str, str, int]] = []
 
     def skipped(self, where: str, why: str) -> None:
         """A malformed line or row, left out: where = "file.jsonl:12"."""
@@ -107,6 +110,24 @@ class ImportReport:
     def request_failed(self, where: str, why: str) -> None:
         """A Nexus Ledger request left out (ledger_ship): not a session, so not counted as one."""
         self.failed_requests.append((where, why))
+
+    def mark(self) -> tuple[int, int, int]:
+        """Where the lists of what was left out end now, for problems_since()."""
+        return len(self.failed_sessions), len(self.failed_requests), len(self.collisions)
+
+    def problems_since(self, mark: tuple[int, int, int]) -> list[tuple[str, str]]:
+        """(where, why) of what was left out since `mark`."""
+        lists = (self.failed_sessions, self.failed_requests, self.collisions)
+        return [item for found, n in zip(lists, mark, strict=True) for item in found[n:]]
+
+    def set_aside_since(self, mark: tuple[int, int, int], since_ms: int) -> None:
+        """What was left out since `mark` was already left out by an earlier run (since
+        `since_ms`) and reported then: listed apart, not counted as a new problem."""
+        self.still_left_out += [(where, why, since_ms) for where, why in self.problems_since(mark)]
+        for found, n in zip(
+            (self.failed_sessions, self.failed_requests, self.collisions), mark, strict=True
+        ):
+            del found[n:]
 
     def wrong_format(self, where: str, message: str) -> None:
         self.wrong_formats.append((where, message))
@@ -171,6 +192,18 @@ class ImportReport:
         if self.failed_requests:
             lines.append(f"Requests left out: {len(self.failed_requests)}")
             lines += [f"  {where}: {why}" for where, why in self.failed_requests]
+        if self.still_left_out:
+            title = (
+                "Still left out, as in earlier runs (tried again on every run until they go "
+                f"in; not counted as new): {len(self.still_left_out)}"
+            )
+            lines += _listed(
+                title,
+                [
+                    (f"{where} (since {_utc(since)})", why)
+                    for where, why, since in self.still_left_out
+                ],
+            )
         if self.empty_inputs:
             title = f"Empty files (nothing to import): {len(self.empty_inputs)}"
             lines += _listed(title, [(where, None) for where in self.empty_inputs])
@@ -186,6 +219,10 @@ def _listed(title: str, items: list[tuple[str, str | None]]) -> list[str]:
     if len(items) > LISTED_SKIPS:
         lines.append(f"  … and {len(items) - LISTED_SKIPS} more")
     return lines
+
+
+def _utc(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def derived_id(ms: int, *parts) -> str:
