@@ -5,9 +5,11 @@ with an earlier clock) and those the central ledger still holds unfinished, sess
 through the importers' writer (importers/writer.py): rows already there are skipped, unfinished
 ones brought up to date, heads moved, collisions reported and kept. Requests go the same way in
 batches. The source is opened read-only and read in one short transaction per session, so the
-runtime writing it is never held up. Where the next run starts (the watermark) is recorded in
-the central ledger only when a run completes: a run killed midway is simply done again, and what
-it had written is found already there.
+runtime writing it is never held up; a read the runtime's lock keeps out is tried again for a
+while (class Patience). Where the next run starts (the watermark) is recorded in the central
+ledger only when a run completes: a run killed or stopped midway is simply done again, and what
+it had written is found already there. What a run could not write is kept in the central ledger
+and tried again by every later run until it goes in (class LeftOut).
 """
 
 import sqlite3
