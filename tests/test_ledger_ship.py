@@ -9,6 +9,7 @@ import pytest
 from builders import T0, LedgerBuilder, parse_html, use_ledger
 from django.conf import settings
 from django.core.management import CommandError, call_command
+from importing import comparable_rows as rows
 
 from importers import ship as ship_module
 from ledgerfacts import schema
@@ -48,13 +49,6 @@ def run_ship(source, url: str, *more, problems: str | None = None, err=None) -> 
         with pytest.raises(CommandError, match=problems):
             call_command(*args, stdout=out, stderr=err)
     return out.getvalue()
-
-
-def rows(conn, table: str) -> set[tuple]:
-    """A table's rows in a comparable form (PostgreSQL's true is SQLite's 1)."""
-    columns = ", ".join(c.name for c in schema.expected_columns()[table])
-    found = conn.execute(f"SELECT {columns} FROM {table}").fetchall()
-    return {tuple(int(v) if isinstance(v, bool) else v for v in row) for row in found}
 
 
 def section(summary: str, title: str) -> str:
