@@ -44,6 +44,14 @@ class PostgresLedger:
     def created(self) -> bool:
         return bool(self.created_tables)
 
+    @property
+    def what_was_created(self) -> str:
+        return f"the ledger's tables in {self.name}"
+
+    @property
+    def nothing_created(self) -> str:
+        return f"the ledger's tables were not left in {self.name}"
+
     def _prepare(self) -> None:
         if not postgres_tables(self.conn):
             self._create()
@@ -78,7 +86,6 @@ class PostgresLedger:
             for signature in self.created_functions:
                 # CASCADE: the operators functions.sql defines on them go with them.
                 self.conn.execute(f"DROP FUNCTION IF EXISTS {signature} CASCADE")
-        self.created_tables, self.created_functions = [], []
 
     def close(self, *, discard_created: bool) -> None:
         """Close; with discard_created, first drop what this run created."""

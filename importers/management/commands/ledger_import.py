@@ -56,10 +56,10 @@ class Command(BaseCommand):
 
     def _write_summary(self, format: str, destination, report: ImportReport):
         if destination.created and not report.wrote_anything:
-            self.stdout.write(f"Nothing imported: no ledger was created at {destination.name}")
+            self.stdout.write(f"Nothing imported: {destination.nothing_created}")
         else:
             if destination.created:
-                self.stdout.write(f"Created a new ledger at {destination.name}")
+                self.stdout.write(f"Created {destination.what_was_created}")
             self.stdout.write(f"Imported {format} into {destination.name}")
         self.stdout.write(f"sessions added: {report.added['sessions']}")
         for line in report.summary_lines():
@@ -137,6 +137,14 @@ class _FileLedger:
                 "nothing imported"
             )
         return inspection.mismatches
+
+    @property
+    def what_was_created(self) -> str:
+        return f"a new ledger at {self.name}"
+
+    @property
+    def nothing_created(self) -> str:
+        return f"no ledger was created at {self.name}"
 
     def close(self, *, discard_created: bool) -> None:
         """Close; with discard_created, take away the file (and folders) this run created."""
