@@ -162,3 +162,9 @@ def test_without_ledger_option_it_imports_into_the_configured_postgres_ledger_an
     detail = viewer_client.get(f"/sessions/{session_id}/?format=json").json()
     assert detail["problems"] == []
     assert len(detail["turns"]) == turns
+
+
+def test_a_database_that_cannot_be_reached_is_refused_before_anything_is_read(tmp_path):
+    unreachable = f"postgres://nobody@/ledger?host={tmp_path}&port=1"
+    with pytest.raises(Exception, match="Cannot connect to the ledger database: "):
+        run_import("claude-code", CLAUDE / "rewind.jsonl", ledger=unreachable)
