@@ -84,6 +84,8 @@ class Patience:
                 self.notify(
                     f"{self.source} is locked by its writer: waiting (up to {self.wait_s:g} s)"
                 )
+            # SQLite may answer "busy" at once, without waiting its timeout: never spin.
+            time.sleep(LOCK_RETRY_S / 5)
 
 
 def open_source(path: Path) -> sqlite3.Connection:
