@@ -111,23 +111,29 @@ class ImportReport:
         """A Nexus Ledger request left out (ledger_ship): not a session, so not counted as one."""
         self.failed_requests.append((where, why))
 
-    def mark(self) -> tuple[int, int, int]:
-        """Where the lists of what was left out end now, for problems_since()."""
-        return len(self.failed_sessions), len(self.failed_requests), len(self.collisions)
+    def _left_out_lists(self) -> tuple[list, list, list]:
+        return self.failed_sessions, self.failed_requests, self.collisions
 
-    def problems_since(self, mark: tuple[int, int, int]) -> list[tuple[str, str]]:
+    def mark(self) -> tuple[int, ...]:
+        """Where the lists of what was left out end now, for problems_since()."""
+        return tuple(map(len, self._left_out_lists()))
+
+    def problems_since(self, mark: tuple[int, ...]) -> list[tuple[str, str]]:
         """(where, why) of what was left out since `mark`."""
-        lists = (self.failed_sessions, self.failed_requests, self.collisions)
+        lists = self._left_out_lists()
         return [item for found, n in zip(lists, mark, strict=True) for item in found[n:]]
 
-    def set_aside_since(self, mark: tuple[int, int, int], since_ms: int) -> None:
+    def set_aside_since(self, mark: tuple[int, ...], since_ms: int) -> None:
         """What was left out since `mark` was already left out by an earlier run (since
         `since_ms`) and reported then: listed apart, not counted as a new problem."""
         self.still_left_out += [(where, why, since_ms) for where, why in self.problems_since(mark)]
-        for found, n in zip(
-            (self.failed_sessions, self.failed_requests, self.collisions), mark, strict=True
-        ):
+        for found, n in zip(self._left_out_lists(), mark, strict=True):
             del found[n:]
+
+    @property
+    def left_out_count(self) -> int:
+        """Sessions, requests and colliding rows left out, newly or still."""
+        return sum(map(len, self._left_out_lists())) + len(self.still_left_out)
 
     def wrong_format(self, where: str, message: str) -> None:
         self.wrong_formats.append((where, message))

@@ -383,8 +383,6 @@ def _read_rows(conn, table: str, columns: list[str], key: str, values: list) -> 
 
 
 def _record(target: WriteTarget, host: str, source: str, watermark: int, report) -> None:
-    problems = sum(map(len, (report.failed_sessions, report.failed_requests, report.collisions)))
-    problems += len(report.still_left_out)
     target.execute(
         f"INSERT INTO {SHIPMENTS} (host, source, watermark, shipped_at, rows_added, problems)"
         " VALUES (:host, :source, :watermark, :now, :added, :problems)"
@@ -397,6 +395,6 @@ def _record(target: WriteTarget, host: str, source: str, watermark: int, report)
             "watermark": watermark,
             "now": int(time.time() * 1000),
             "added": sum(report.added.values()),
-            "problems": problems,
+            "problems": report.left_out_count,
         },
     )
