@@ -13,6 +13,7 @@ bundle into one transaction.
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from ledgerfacts import ulid
 from ledgerfacts.schema import OPTIONAL_TABLES
@@ -69,10 +70,13 @@ class ImportReport:
         self.unmapped_data: Counter[str] = Counter()
         self.repairs: Counter[str] = Counter()
         self.failed_sessions: list[tuple[str, str]] = []  # (where, why)
+        self.failed_requests: list[tuple[str, str]] = []  # (where, why): ledger_ship's requests
         self.wrong_formats: list[tuple[str, str]] = []  # (input, message)
         self.empty_inputs: list[str] = []
         self.waits: list[tuple[str, str]] = []  # (where, why) of records for a later import
         self.collisions: list[tuple[str, str]] = []  # (where, why): one id, other content
+        # (where, why, since ms): left out again after an earlier run reported them (ledger_ship)
+        self.still_left_out: list[tuple[str, str, int]] = []
 
     def skipped(self, where: str, why: str) -> None:
         """A malformed line or row, left out: where = "file.jsonl:12"."""
@@ -103,6 +107,34 @@ class ImportReport:
         """A session left out entirely (nothing of it written)."""
         self.failed_sessions.append((where, why))
 
+    def request_failed(self, where: str, why: str) -> None:
+        """A Nexus Ledger request left out (ledger_ship): not a session, so not counted as one."""
+        self.failed_requests.append((where, why))
+
+    def _left_out_lists(self) -> tuple[list, list, list]:
+        return self.failed_sessions, self.failed_requests, self.collisions
+
+    def mark(self) -> tuple[int, ...]:
+        """Where the lists of what was left out end now, for problems_since()."""
+        return tuple(map(len, self._left_out_lists()))
+
+    def problems_since(self, mark: tuple[int, ...]) -> list[tuple[str, str]]:
+        """(where, why) of what was left out since `mark`."""
+        lists = self._left_out_lists()
+        return [item for found, n in zip(lists, mark, strict=True) for item in found[n:]]
+
+    def set_aside_since(self, mark: tuple[int, ...], since_ms: int) -> None:
+        """What was left out since `mark` was already left out by an earlier run (since
+        `since_ms`) and reported then: listed apart, not counted as a new problem."""
+        self.still_left_out += [(where, why, since_ms) for where, why in self.problems_since(mark)]
+        for found, n in zip(self._left_out_lists(), mark, strict=True):
+            del found[n:]
+
+    @property
+    def left_out_count(self) -> int:
+        """Sessions, requests and colliding rows left out, newly or still."""
+        return sum(map(len, self._left_out_lists())) + len(self.still_left_out)
+
     def wrong_format(self, where: str, message: str) -> None:
         self.wrong_formats.append((where, message))
 
@@ -125,6 +157,8 @@ class ImportReport:
             problems.append(f"{len(self.wrong_formats)} input(s) refused: not {fmt}")
         if self.failed_sessions:
             problems.append(f"{len(self.failed_sessions)} session(s) left out entirely")
+        if self.failed_requests:
+            problems.append(f"{len(self.failed_requests)} request(s) left out")
         if self.skips:
             problems.append(f"{len(self.skips)} malformed record(s) skipped")
         if self.collisions:
@@ -161,6 +195,21 @@ class ImportReport:
         if self.failed_sessions:
             lines.append(f"Sessions left out entirely: {len(self.failed_sessions)}")
             lines += [f"  {where}: {why}" for where, why in self.failed_sessions]
+        if self.failed_requests:
+            lines.append(f"Requests left out: {len(self.failed_requests)}")
+            lines += [f"  {where}: {why}" for where, why in self.failed_requests]
+        if self.still_left_out:
+            title = (
+                "Still left out, as in earlier runs (tried again on every run until they go "
+                f"in; not counted as new): {len(self.still_left_out)}"
+            )
+            lines += _listed(
+                title,
+                [
+                    (f"{where} (since {_utc(since)})", why)
+                    for where, why, since in self.still_left_out
+                ],
+            )
         if self.empty_inputs:
             title = f"Empty files (nothing to import): {len(self.empty_inputs)}"
             lines += _listed(title, [(where, None) for where in self.empty_inputs])
@@ -176,6 +225,10 @@ def _listed(title: str, items: list[tuple[str, str | None]]) -> list[str]:
     if len(items) > LISTED_SKIPS:
         lines.append(f"  … and {len(items) - LISTED_SKIPS} more")
     return lines
+
+
+def _utc(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def derived_id(ms: int, *parts) -> str:

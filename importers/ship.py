@@ -5,15 +5,17 @@ with an earlier clock) and those the central ledger still holds unfinished, sess
 through the importers' writer (importers/writer.py): rows already there are skipped, unfinished
 ones brought up to date, heads moved, collisions reported and kept. Requests go the same way in
 batches. The source is opened read-only and read in one short transaction per session, so the
-runtime writing it is never held up. Where the next run starts (the watermark) is recorded in
-the central ledger only when a run completes: a run killed midway is simply done again, and what
-it had written is found already there.
+runtime writing it is never held up; a read the runtime's lock keeps out is tried again for a
+while (class Patience). Where the next run starts (the watermark) is recorded in the central
+ledger only when a run completes: a run killed or stopped midway is simply done again, and what
+it had written is found already there. What a run could not write is kept in the central ledger
+and tried again by every later run until it goes in (class LeftOut).
 """
 
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from importers.bundle import ImportReport, SessionBundle
@@ -27,6 +29,12 @@ from ledgerweb.pg_schema import create_postgres_ledger
 OVERLAP_MS = 10 * 60 * 1000
 REQUEST_BATCH = 500
 SHIPMENTS = "ledger_shipments"
+LEFT_OUT = "ledger_ship_left_out"  # ledgerweb/sql/postgres/ledger_ship_left_out.sql
+# How long a run waits, by default, for the runtime's lock on the source: in rollback-journal
+# mode a writer committing (or holding BEGIN EXCLUSIVE) keeps every reader out.
+LOCK_WAIT_S = 60
+# Each attempt to read waits this long (SQLite's busy timeout) before the run says it waits.
+LOCK_RETRY_S = 0.5
 # Above any Unix ms and below any text: SQLite sorts numbers before text, so this keeps a text
 # timestamp out of the watermark while the index on the column still serves the query.
 LARGEST_MS = 10**15
@@ -38,11 +46,53 @@ class ShipResult:
     requests: int  # requests looked at
     watermark: int | None
     created_schema: bool
+    retried: int = 0  # of those, left out by an earlier run and tried again
+    waited_s: float = 0  # how long the runtime's lock on the source held the run up
+
+
+class SourceLocked(Exception):
+    """The runtime kept its lock on the source longer than the run would wait."""
+
+
+@dataclass
+class Patience:
+    """Reads of the source, retried while the runtime holds its lock, up to `wait_s` each."""
+
+    source: Path
+    wait_s: float
+    notify: Callable[[str], None]
+    waited_s: float = 0
+    said: bool = field(default=False, repr=False)
+
+    def read(self, reading: Callable, *args):
+        """reading(*args), tried again while the source is locked."""
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            started = time.monotonic()
+            try:
+                return reading(*args)
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) and "busy" not in str(error):
+                    raise
+            self.waited_s += time.monotonic() - started
+            if time.monotonic() >= deadline:
+                raise SourceLocked(
+                    f"{self.source} stayed locked by its writer for {self.wait_s:g} s"
+                )
+            if not self.said:
+                self.said = True
+                self.notify(
+                    f"{self.source} is locked by its writer: waiting (up to {self.wait_s:g} s)"
+                )
+            # SQLite may answer "busy" at once, without waiting its timeout: never spin.
+            time.sleep(LOCK_RETRY_S / 5)
 
 
 def open_source(path: Path) -> sqlite3.Connection:
     """The host's ledger, read-only; bytes that are not UTF-8 read as replacement characters."""
-    conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None)
+    conn = sqlite3.connect(
+        path.resolve().as_uri() + "?mode=ro", uri=True, isolation_level=None, timeout=LOCK_RETRY_S
+    )
     conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
     conn.row_factory = lambda cursor, values: {
         column[0]: value for column, value in zip(cursor.description, values, strict=True)
@@ -58,38 +108,147 @@ def ship(
     *,
     full: bool = False,
     progress: Callable[[Iterable, str], Iterable] = lambda items, _: items,
+    wait_s: float = LOCK_WAIT_S,
+    notify: Callable[[str], None] = lambda _: None,
 ) -> ShipResult:
-    """Ship `source` into the psycopg connection `central` (autocommit), recording the run."""
+    """Ship `source` into the psycopg connection `central` (autocommit), recording the run.
+
+    Raises SourceLocked when the runtime holds its lock on the source longer than `wait_s`: what
+    was written stays, the watermark does not move, and the next run ships the rest.
+    """
     target = WriteTarget(central)
     created = _prepare_central(target)
+    left_out = LeftOut.load(target, host, str(source))
+    patience = Patience(source, wait_s, notify)
     conn = open_source(source)
     try:
-        tables = _columns_in_source(conn)
+        tables = patience.read(_columns_in_source, conn)
         last = None if full else _last_watermark(target, host, str(source))
         since = None if last is None else last - OVERLAP_MS
-        with _snapshot(conn):
-            watermark = _newest_activity(conn, tables)
-            session_ids = _sessions_to_ship(conn, target, since) if "sessions" in tables else []
-            request_ids = (
-                _requests_to_ship(conn, target, since) if "nexus_requests" in tables else []
-            )
+
+        watermark, session_ids, request_ids = patience.read(_plan, conn, target, tables, since)
+        if "sessions" in tables:
+            session_ids = _with_retries(session_ids, left_out.ids("session"))
+        if "nexus_requests" in tables:
+            request_ids = _with_retries(request_ids, left_out.ids("request"))
         for session_id in progress(session_ids, "sessions"):
-            bundle = _read_session(conn, tables, session_id, f"{source}: session {session_id}")
-            if bundle is not None:
-                write(target, bundle, report)
-        batches = [
-            request_ids[i : i + REQUEST_BATCH] for i in range(0, len(request_ids), REQUEST_BATCH)
-        ]
-        for batch in progress(batches, "request batches"):
-            rows = _read_rows(conn, "nexus_requests", tables["nexus_requests"], "id", batch)
-            if rows:
-                write_requests(target, rows, f"{source}: nexus_requests", report)
+            where = f"{source}: session {session_id}"
+            bundle = patience.read(_read_session, conn, tables, session_id, where)
+            _ship_session(target, bundle, session_id, report, left_out)
+        for batch in progress(_request_batches(request_ids, left_out), "request batches"):
+            columns = tables["nexus_requests"]
+            rows = patience.read(_read_rows, conn, "nexus_requests", columns, "id", batch)
+            _ship_requests(target, rows, batch, f"{source}: nexus_requests", report, left_out)
     finally:
         conn.close()
     watermark = max(watermark or 0, last or 0) or None
     if watermark is not None:
         _record(target, host, str(source), watermark, report)
-    return ShipResult(len(session_ids), len(request_ids), watermark, created)
+    retried = sum(left_out.was_known("session", i) for i in session_ids)
+    retried += sum(left_out.was_known("request", i) for i in request_ids)
+    return ShipResult(
+        len(session_ids), len(request_ids), watermark, created, retried, patience.waited_s
+    )
+
+
+def _plan(conn, target: WriteTarget, tables: dict, since: int | None) -> tuple:
+    """In one read transaction: the source's newest activity, the sessions and requests to ship."""
+    with _snapshot(conn):
+        return (
+            _newest_activity(conn, tables),
+            _sessions_to_ship(conn, target, since) if "sessions" in tables else [],
+            _requests_to_ship(conn, target, since) if "nexus_requests" in tables else [],
+        )
+
+
+def _with_retries(ids: list[str], retries: list[str]) -> list[str]:
+    return list(dict.fromkeys([*ids, *retries]))
+
+
+def _request_batches(ids: list[str], left_out: "LeftOut") -> list[list[str]]:
+    """New requests in batches; those left out before one by one, so each is known apart."""
+    fresh = [i for i in ids if not left_out.was_known("request", i)]
+    batches = [fresh[i : i + REQUEST_BATCH] for i in range(0, len(fresh), REQUEST_BATCH)]
+    return batches + [[i] for i in ids if left_out.was_known("request", i)]
+
+
+def _ship_session(target, bundle, session_id: str, report, left_out: "LeftOut") -> None:
+    if bundle is None:  # gone from the source: nothing left to ship
+        left_out.forget("session", session_id)
+        return
+    mark = report.mark()
+    write(target, bundle, report)
+    left_out.update("session", session_id, report, mark)
+
+
+def _ship_requests(target, rows, batch, where: str, report, left_out: "LeftOut") -> None:
+    if not rows:
+        for request_id in batch:
+            left_out.forget("request", request_id)
+        return
+    mark = report.mark()
+    failed = write_requests(target, rows, where, report)
+    if len(batch) == 1:
+        left_out.update("request", batch[0], report, mark)
+        return
+    for request_id, why in failed.items():
+        left_out.record("request", request_id, why)
+
+
+class LeftOut:
+    """What runs of one host's source left out (a value PostgreSQL cannot hold, an id collision),
+    kept in the central ledger: every run tries those again, and drops one once it goes in. One
+    still left out is listed apart in the summary ("still left out since …") and not counted as
+    a new problem, so a row that can never be stored is neither lost nor new work each run."""
+
+    def __init__(self, target: WriteTarget, host: str, source: str, known: dict):
+        self.target, self.host, self.source = target, host, source
+        self.known = known  # (kind, id) -> first left out at (Unix ms)
+
+    @classmethod
+    def load(cls, target: WriteTarget, host: str, source: str) -> "LeftOut":
+        found = target.fetchall(
+            f"SELECT kind, item_id, first_left_out_at FROM {LEFT_OUT}"
+            " WHERE host = ? AND source = ? ORDER BY first_left_out_at, item_id",
+            (host, source),
+        )
+        return cls(target, host, source, {(kind, i): at for kind, i, at in found})
+
+    def ids(self, kind: str) -> list[str]:
+        return [i for (k, i) in self.known if k == kind]
+
+    def was_known(self, kind: str, item_id: str) -> bool:
+        return (kind, item_id) in self.known
+
+    def update(self, kind: str, item_id: str, report: ImportReport, mark) -> None:
+        """After one item was written: recorded when it was left out, dropped when it went in;
+        one left out again is moved apart in the report (it was reported when first left out)."""
+        problems = report.problems_since(mark)
+        if not problems:
+            self.forget(kind, item_id)
+            return
+        self.record(kind, item_id, problems[0][1])
+        if (kind, item_id) in self.known:
+            report.set_aside_since(mark, since_ms=self.known[(kind, item_id)])
+
+    def record(self, kind: str, item_id: str, why: str) -> None:
+        now = int(time.time() * 1000)
+        self.target.execute(
+            f"INSERT INTO {LEFT_OUT} (host, source, kind, item_id, why, first_left_out_at,"
+            " last_tried_at) VALUES (:host, :source, :kind, :id, :why, :now, :now)"
+            " ON CONFLICT (host, source, kind, item_id)"
+            " DO UPDATE SET why = excluded.why, last_tried_at = excluded.last_tried_at",
+            {"host": self.host, "source": self.source, "kind": kind, "id": item_id,
+             "why": why, "now": now},
+        )  # fmt: skip
+
+    def forget(self, kind: str, item_id: str) -> None:
+        if (kind, item_id) in self.known:
+            self.target.execute(
+                f"DELETE FROM {LEFT_OUT} WHERE host = ? AND source = ? AND kind = ?"
+                " AND item_id = ?",
+                (self.host, self.source, kind, item_id),
+            )
 
 
 class _snapshot:
@@ -112,8 +271,9 @@ def _prepare_central(target: WriteTarget) -> bool:
         if not target.has_table("sessions"):
             create_postgres_ledger(target.conn)
             created = True
-        if not target.has_table(SHIPMENTS):
-            create_postgres_ledger(target.conn, (f"{SHIPMENTS}.sql",))
+        for table in (SHIPMENTS, LEFT_OUT):
+            if not target.has_table(table):
+                create_postgres_ledger(target.conn, (f"{table}.sql",))
     return created
 
 
@@ -223,7 +383,6 @@ def _read_rows(conn, table: str, columns: list[str], key: str, values: list) -> 
 
 
 def _record(target: WriteTarget, host: str, source: str, watermark: int, report) -> None:
-    problems = len(report.failed_sessions) + len(report.collisions)
     target.execute(
         f"INSERT INTO {SHIPMENTS} (host, source, watermark, shipped_at, rows_added, problems)"
         " VALUES (:host, :source, :watermark, :now, :added, :problems)"
@@ -236,6 +395,6 @@ def _record(target: WriteTarget, host: str, source: str, watermark: int, report)
             "watermark": watermark,
             "now": int(time.time() * 1000),
             "added": sum(report.added.values()),
-            "problems": problems,
+            "problems": report.left_out_count,
         },
     )

@@ -212,10 +212,11 @@ def _move_session_forward(target: WriteTarget, session: dict) -> int:
     )
 
 
-def write_requests(conn, rows: list[dict], where: str, report: ImportReport) -> None:
+def write_requests(conn, rows: list[dict], where: str, report: ImportReport) -> dict[str, str]:
     """Nexus Ledger rows (ledger_ship), in one transaction. The runtime upserts a request stage
     by stage: a row the ledger holds as still processing takes the source's later state; a row
-    it holds as finished and the source shows otherwise is a collision, reported and kept."""
+    it holds as finished and the source shows otherwise is a collision, reported and kept.
+    Returns the requests left out (failed or collided): id → why."""
     target = conn if isinstance(conn, WriteTarget) else WriteTarget(conn)
     try:
         with target.transaction():
@@ -223,18 +224,22 @@ def write_requests(conn, rows: list[dict], where: str, report: ImportReport) -> 
             updated, collisions = _advance_requests(target, rows) if added < len(rows) else (0, [])
     except Exception as error:  # noqa: BLE001 - one bad row: the others go in one by one
         if len(rows) > 1:
+            left_out = {}
             for row in rows:
-                write_requests(target, [row], where, report)
-        else:
-            report.session_failed(
-                f"{where} {rows[0].get('id')}", f"{type(error).__name__}: {error}"
-            )
-        return
+                left_out |= write_requests(target, [row], where, report)
+            return left_out
+        why = f"{type(error).__name__}: {error}"
+        report.request_failed(f"{where} {rows[0].get('id')}", why)
+        return {rows[0].get("id"): why}
     report.added["nexus_requests"] += added
     report.present["nexus_requests"] += len(rows) - added
     report.updated["nexus_requests"] += updated
+    left_out = {}
     for request_id, differ in collisions:
-        report.collided(where, f"nexus_requests {request_id}: other {', '.join(differ)} already")
+        why = f"nexus_requests {request_id}: other {', '.join(differ)} already"
+        report.collided(where, why)
+        left_out[request_id] = why
+    return left_out
 
 
 def _advance_requests(target: WriteTarget, rows: list[dict]) -> tuple[int, list]:

@@ -15,6 +15,7 @@ from pipeline.charts import window_costs
 
 COUNT_CAP = 10_000
 SHIPMENTS = "ledger_shipments"  # ledgerweb/sql/postgres/ledger_shipments.sql
+SHIP_LEFT_OUT = "ledger_ship_left_out"  # ledgerweb/sql/postgres/ledger_ship_left_out.sql
 MAX_SHIPMENTS = 50
 COST_WINDOWS = ("24h", "30d")
 LATEST = 8
@@ -87,7 +88,8 @@ def ledger_overview() -> LedgerOverview:
             TableCount(t, sqlite.capped_count(t, COUNT_CAP) if t in present else None)
             for t in schema.LEDGER_TABLES
         ],
-        other_tables=sorted(inspection.other_tables - {SHIPMENTS}),  # ours: the card below
+        # ledger_ship's own (the card below), not the ledger's
+        other_tables=sorted(inspection.other_tables - {SHIPMENTS, SHIP_LEFT_OUT}),
         missing_tables=sorted(inspection.missing_tables),
         mismatches=inspection.mismatches,
     )

@@ -55,6 +55,14 @@ def all_rows(ledger: Path) -> dict[str, list]:
     return {t: sorted(query(ledger, f"SELECT * FROM {t}"), key=repr) for t in IMPORTED_TABLES}
 
 
+def comparable_rows(conn, table: str) -> set[tuple]:
+    """A table's rows, from a sqlite3 or psycopg connection, in a form both compare equal in
+    (PostgreSQL's true is SQLite's 1; its 2 equals SQLite's 2.0)."""
+    columns = ", ".join(c.name for c in schema.expected_columns()[table])
+    found = conn.execute(f"SELECT {columns} FROM {table}").fetchall()
+    return {tuple(int(v) if isinstance(v, bool) else v for v in row) for row in found}
+
+
 def json_objects(*paths: Path) -> list[dict]:
     """The JSON object lines of JSONL files, read plainly: any other line is passed over."""
     found = []

@@ -3,20 +3,23 @@
 import sqlite3
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from importers import FORMATS, format_module
 from importers.bundle import ImportReport, WrongFormat
+from importers.postgres_ledger import PostgresLedger
 from importers.writer import write
 from ledgerfacts import schema
-from ledgerweb.db import BUSY_TIMEOUT_S, LEDGER_WRITE, ledger_path_of
+from ledgerweb.db import BUSY_TIMEOUT_S, LEDGER_WRITE, is_postgres_url, ledger_path_of
 
 
 class Command(BaseCommand):
     help = (
         "Import FORMAT inputs (files or folders) into the configured ledger, or into --ledger "
-        "DEST (created when missing). Safe to repeat: rows already there are not added again."
+        "DEST (a SQLite file, created when missing, or a postgres:// URL). Safe to repeat: rows "
+        "already there are not added again."
     )
 
     def add_arguments(self, parser):
@@ -24,44 +27,40 @@ class Command(BaseCommand):
         parser.add_argument("paths", nargs="+", type=Path, metavar="PATH")
         parser.add_argument(
             "--ledger",
-            type=Path,
-            help="the ledger to write (default: the configured LEDGER_DB); created when missing",
+            help="the ledger to write: a SQLite file (created when missing) or a postgres:// URL "
+            "(its tables created in an empty database); default: the configured LEDGER_DB",
         )
 
-    def handle(self, *args, format: str, paths: list[Path], ledger: Path | None, **options):
+    def handle(self, *args, format: str, paths: list[Path], ledger: str | None, **options):
         paths = [path.expanduser() for path in paths]
         if missing := [str(path) for path in paths if not path.exists()]:
             raise CommandError(f"No such file or folder: {', '.join(missing)}")
-        destination, created = self._destination(ledger)
+        destination = self._destination(ledger)
+        for table, problems in destination.mismatches.items():
+            self.stdout.write(
+                self.style.WARNING(f"{table} differs from the schema: " + "; ".join(problems))
+            )
         module = format_module(format)
         report = ImportReport()
         try:
-            self._import_all(module, paths, destination, report)
+            for path in paths:
+                self._import_one(module, path, destination.conn, report)
         finally:
-            if created and not report.wrote_anything:
-                # A new ledger with nothing in it would only be a surprise later (also after an
-                # interruption; one with sessions in it stays: a rerun adds the rest).
-                created.remove()
-        self._write_summary(format, destination, created, report)
+            # A new ledger with nothing in it would only be a surprise later (also after an
+            # interruption; one with sessions in it stays: a rerun adds the rest).
+            destination.close(discard_created=not report.wrote_anything)
+        self._write_summary(format, destination, report)
         if problems := report.left_out(format):
             # Exit non-zero so that cron (or a script) notices what did not come in.
             raise CommandError("; ".join(problems) + " (see above)")
 
-    def _import_all(self, module, paths: list[Path], destination: Path, report: ImportReport):
-        conn = sqlite3.connect(destination, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        try:
-            for path in paths:
-                self._import_one(module, path, conn, report)
-        finally:
-            conn.close()
-
-    def _write_summary(self, format: str, destination: Path, created, report: ImportReport):
-        if created and not report.wrote_anything:
-            self.stdout.write(f"Nothing imported: no ledger was created at {destination}")
+    def _write_summary(self, format: str, destination, report: ImportReport):
+        if destination.created and not report.wrote_anything:
+            self.stdout.write(f"Nothing imported: {destination.nothing_created}")
         else:
-            if created:
-                self.stdout.write(f"Created a new ledger at {destination}")
-            self.stdout.write(f"Imported {format} into {destination}")
+            if destination.created:
+                self.stdout.write(f"Created {destination.what_was_created}")
+            self.stdout.write(f"Imported {format} into {destination.name}")
         self.stdout.write(f"sessions added: {report.added['sessions']}")
         for line in report.summary_lines():
             self.stdout.write(line)
@@ -79,8 +78,13 @@ class Command(BaseCommand):
         finally:
             progress.close()
 
-    def _destination(self, ledger: Path | None) -> tuple[Path, "_NewLedger | None"]:
-        """The ledger to write, and what was created for it (None when it existed already)."""
+    def _destination(self, ledger: str | None) -> "_FileLedger | PostgresLedger":
+        """The ledger to write: --ledger (a file, created when missing, or a postgres:// URL),
+        else the configured LEDGER_DB."""
+        if ledger is None and is_postgres_url(settings.LEDGER_DB):
+            return PostgresLedger.open(settings.LEDGER_DB)
+        if ledger is not None and is_postgres_url(ledger):
+            return PostgresLedger.open(ledger)
         if ledger is None:
             path = ledger_path_of(LEDGER_WRITE)
             if not path.exists():
@@ -88,21 +92,37 @@ class Command(BaseCommand):
                     f"The configured ledger {path} does not exist: create it with "
                     "'manage.py ledger_init PATH' or pass --ledger PATH"
                 )
-            created = None
-        else:
-            path = ledger.expanduser()
-            created = None
-            if not path.exists() or path.stat().st_size == 0:
-                created = _NewLedger.create(path)
+            return _FileLedger.open(path, None)
+        path = Path(ledger).expanduser()
+        created = None
+        if not path.exists() or path.stat().st_size == 0:
+            created = _NewLedger.create(path)
+        return _FileLedger.open(path, created)
+
+
+class _FileLedger:
+    """A SQLite ledger file as the destination: checked, and opened for the writer."""
+
+    def __init__(self, path: Path, created: "_NewLedger | None", mismatches: dict):
+        self.path = path
+        self.name = str(path)
+        self.new = created
+        self.created = created is not None
+        self.mismatches = mismatches
+        self.conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+
+    @classmethod
+    def open(cls, path: Path, created: "_NewLedger | None") -> "_FileLedger":
         try:
-            self._check_is_agents_ledger(path)
+            mismatches = cls._check_is_agents_ledger(path)
         except CommandError:
             if created:
                 created.remove()
             raise
-        return path, created
+        return cls(path, created, mismatches)
 
-    def _check_is_agents_ledger(self, path: Path) -> None:
+    @staticmethod
+    def _check_is_agents_ledger(path: Path) -> dict[str, list[str]]:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
             inspection = schema.inspect_ledger(conn)
@@ -116,10 +136,21 @@ class Command(BaseCommand):
                 f"{path} is not an Agents Ledger (no {', '.join(sorted(missing))} table): "
                 "nothing imported"
             )
-        for table, problems in inspection.mismatches.items():
-            self.stdout.write(
-                self.style.WARNING(f"{table} differs from the schema: " + "; ".join(problems))
-            )
+        return inspection.mismatches
+
+    @property
+    def what_was_created(self) -> str:
+        return f"a new ledger at {self.name}"
+
+    @property
+    def nothing_created(self) -> str:
+        return f"no ledger was created at {self.name}"
+
+    def close(self, *, discard_created: bool) -> None:
+        """Close; with discard_created, take away the file (and folders) this run created."""
+        self.conn.close()
+        if discard_created and self.new:
+            self.new.remove()
 
 
 class _NewLedger:

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from importers.bundle import ImportReport
-from importers.ship import ship
+from importers.ship import LOCK_WAIT_S, SourceLocked, ship
 from ledgerweb.db import is_postgres_url
 
 
@@ -34,8 +34,16 @@ class Command(BaseCommand):
             action="store_true",
             help="look at every row again, not only what changed since the last run",
         )
+        parser.add_argument(
+            "--wait",
+            type=float,
+            default=LOCK_WAIT_S,
+            metavar="SECONDS",
+            help="how long to wait when the runtime holds its lock on SRC (a rollback-journal "
+            f"ledger's writer keeps readers out while it commits); default {LOCK_WAIT_S} s",
+        )
 
-    def handle(self, *args, source: Path, to: str, host: str, full: bool, **options):
+    def handle(self, *args, source: Path, to: str, host: str, full: bool, wait: float, **options):
         source = source.expanduser()
         if not source.is_file():
             raise CommandError(f"No such ledger file: {source}")
@@ -47,9 +55,14 @@ class Command(BaseCommand):
             raise CommandError(f"Cannot connect to the central ledger: {error}") from None
         report = ImportReport()
         try:
-            result = ship(source, central, host, report, full=full, progress=self._progress)
+            result = ship(
+                source, central, host, report,
+                full=full, progress=self._progress, wait_s=wait, notify=self._notify,
+            )  # fmt: skip
         except psycopg.Error as error:
             raise CommandError(f"The central ledger refused: {error}") from None
+        except SourceLocked as error:
+            self._stopped(report, str(error))
         finally:
             central.close()
         self._summary(source, host, result, report)
@@ -59,12 +72,28 @@ class Command(BaseCommand):
     def _progress(self, items, unit: str):
         return tqdm(items, unit=f" {unit}", disable=None, file=self.stderr)
 
+    def _notify(self, message: str) -> None:
+        tqdm.write(message, file=self.stderr)  # above the progress bar, not through it
+
     def _summary(self, source: Path, host: str, result, report: ImportReport) -> None:
         if result.created_schema:
             self.stdout.write("Created the ledger's tables in the central database")
+        retried = f", {result.retried} of them left out before" if result.retried else ""
         self.stdout.write(
             f"Shipped {source} from {host}: {result.sessions} session(s) and "
-            f"{result.requests} request(s) looked at"
+            f"{result.requests} request(s) looked at{retried}"
         )
+        if result.waited_s >= 1:
+            self.stdout.write(f"Waited {result.waited_s:.0f} s for the runtime's lock on {source}")
         for line in report.summary_lines():
             self.stdout.write(line)
+
+    def _stopped(self, report: ImportReport, why: str) -> None:
+        """A run the runtime's lock stopped: what it wrote stays, and the next run goes on."""
+        self.stdout.write(f"Stopped: {why}. What was written so far:")
+        for line in report.summary_lines():
+            self.stdout.write(line)
+        raise CommandError(
+            f"{why}: stopped before the end; nothing written is lost and the next run ships "
+            "the rest (--wait SECONDS waits longer)"
+        )

@@ -8,6 +8,6 @@ CREATE TABLE ledger_shipments (
     watermark BIGINT NOT NULL,        -- Unix ms: the newest activity shipped; the next run starts here less an overlap
     shipped_at BIGINT NOT NULL,       -- Unix ms: when the last complete run ended
     rows_added BIGINT NOT NULL,       -- Rows the last run added
-    problems BIGINT NOT NULL,         -- Sessions left out and collisions in the last run
+    problems BIGINT NOT NULL,         -- Sessions and requests left out (newly or still) and collisions in the last run
     PRIMARY KEY (host, source)
 );
