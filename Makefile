@@ -99,7 +99,7 @@ DJANGO_STATE_TESTS := tests/test_state_db.py tests/test_rollups.py tests/test_su
 POSTGRES_LEDGER_TESTS = $(patsubst %,tests/test_%.py,session_list session_page tree_pages \
 	turn_and_thread turn_urls compare alternatives fork_markers failed_turns markdown_views tree \
 	request_page pipeline_pages pipeline_charts pipeline_stages cost_chart rollups costs \
-	turn_usage windows hostile_ledger admin health overview databases postgres_ledger)
+	turn_usage windows hostile_ledger admin health overview databases postgres_ledger retention)
 
 test: setup browser postgres
 	$(BIN)/pytest

@@ -218,6 +218,20 @@ def test_admins_see_the_retention_dry_run_and_nothing_changes(client, admin_user
     assert tuple(found) == ("{}",)
 
 
+def test_a_dry_run_past_its_time_limit_says_so_instead_of_failing(client, admin_user, monkeypatch):
+    from pipeline import admin as pipeline_admin
+    from pipeline.retention_db import TookTooLong
+
+    def too_long(*args, **kwargs):
+        raise TookTooLong("canceling statement due to statement timeout")
+
+    monkeypatch.setattr(pipeline_admin, "apply_retention", too_long)
+    client.force_login(admin_user)
+    response = client.get("/admin/pipeline/nexusrequest/retention/")
+    assert response.status_code == 200
+    assert "took longer than 60 s and was stopped" in response.content.decode()
+
+
 def test_the_session_list_shows_turn_counts_in_a_bounded_number_of_queries(
     client, admin_user, ledger, django_assert_max_num_queries
 ):
