@@ -121,6 +121,18 @@ def ledger_place(alias: str = LEDGER) -> str:
     return postgres_place(settings.get("USER", ""), host, port, settings["NAME"])
 
 
+def ledger_shown_to(staff: bool, alias: str = LEDGER) -> str:
+    """The ledger as a page names it: where it is for staff, its short name (the file's or the
+    database's) for others, since where it is tells about the server."""
+    from django.db import connections
+
+    if staff:
+        return ledger_place(alias)
+    if connections[alias].vendor == "postgresql":
+        return connections[alias].settings_dict["NAME"]
+    return ledger_path_of(alias).name
+
+
 def postgres_place(user, host, port, name) -> str:
     return f"postgres://{user or ''}@{host or ''}:{port or ''}/{name}"
 

@@ -7,7 +7,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from ledgerweb.admin import ReadOnlyLedgerAdmin, when
-from ledgerweb.db import LEDGER_WRITE, ledger_connectable
+from ledgerweb.db import LEDGER_WRITE, ledger_connectable, ledger_place
 from pipeline.models import NexusRequest
 from pipeline.retention import apply_retention
 from pipeline.retention_db import TookTooLong
@@ -77,6 +77,7 @@ class NexusRequestAdmin(ReadOnlyLedgerAdmin):
             "title": "Retention: what it would do",
             "opts": self.model._meta,
             "lines": lines,
+            "ledger": ledger_place(LEDGER_WRITE),  # admins are staff: where it is
         }
         return TemplateResponse(request, "pipeline/admin/nexusrequest/retention.html", context)
 

@@ -7,6 +7,9 @@ from urllib.parse import urljoin
 import pytest
 from builders import T0, parse_html
 from django.contrib.admin.models import LogEntry
+from psycopg.conninfo import conninfo_to_dict
+
+from ledgerweb.db import is_postgres_url
 
 pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
 CHANGELIST = "/admin/conversations/session/"
@@ -214,6 +217,11 @@ def test_admins_see_the_retention_dry_run_and_nothing_changes(client, admin_user
     client.force_login(admin_user)
     page = client.get(url).content.decode()
     assert "would drop request_snapshot from 1 requests" in page
+    if is_postgres_url(ledger.path):  # named as a database, the password never shown
+        name = conninfo_to_dict(ledger.path)["dbname"]
+        assert re.search(rf"on <code>postgres://[^:<]*@[^<]*/{name}</code>", page)
+    else:
+        assert f"on <code>{ledger.path}</code>" in page
     found = ledger.conn.execute("SELECT request_snapshot FROM nexus_requests").fetchone()
     assert tuple(found) == ("{}",)
 

@@ -13,6 +13,7 @@ import psycopg
 import pytest
 from builders import LEDGER_DB
 from django.core.management import CommandError, call_command
+from psycopg.conninfo import conninfo_to_dict
 
 from ledgerfacts import schema
 from ledgerweb.db import is_postgres_url
@@ -199,6 +200,11 @@ def test_the_command_prints_what_it_did(aged, archive, monkeypatch):
     out = StringIO()
     call_command("ledger_retention", "--archive-to", str(archive), stdout=out)
     assert "copy 2 requests to the archive" in out.getvalue()
+    if is_postgres_url(aged.path):  # named as a database, without a password
+        name = conninfo_to_dict(aged.path)["dbname"]
+        assert re.match(rf"Retention on postgres://[^:]*@\S*/{name}\n", out.getvalue())
+    else:
+        assert out.getvalue().startswith(f"Retention on {aged.path}\n")
     assert ids(archive) == {"R40-1", "R40-2"}
     assert "R40-1" not in ids(aged.path)
     with pytest.raises(CommandError, match="must not be smaller"):
