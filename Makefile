@@ -100,7 +100,7 @@ POSTGRES_LEDGER_TESTS = $(patsubst %,tests/test_%.py,session_list session_page t
 	turn_and_thread turn_urls compare alternatives fork_markers failed_turns markdown_views tree \
 	request_page pipeline_pages pipeline_charts pipeline_stages cost_chart rollups costs \
 	turn_usage windows hostile_ledger admin health overview databases postgres_ledger \
-	import_command)
+	import_command retention)
 
 test: setup browser postgres
 	$(BIN)/pytest

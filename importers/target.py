@@ -11,8 +11,8 @@ text) raises ValueError, so the row is left out and reported rather than stored 
 
 import re
 import sqlite3
-from contextlib import contextmanager
 
+from ledgerfacts.dbapi import executemany, write_transaction
 from ledgerfacts.schema import ddl, expected_columns, table_statements
 from ledgerweb.pg_schema import create_postgres_ledger
 
@@ -37,32 +37,14 @@ class WriteTarget:
         return self.conn.execute(self._sql(sql), params).rowcount
 
     def executemany(self, sql: str, rows) -> int:
-        if self.postgres:
-            with self.conn.cursor() as cursor:
-                cursor.executemany(self._sql(sql), rows)
-                return cursor.rowcount
-        return self.conn.executemany(sql, rows).rowcount
+        return executemany(self.conn, self._sql(sql), rows)
 
     def fetchall(self, sql: str, params=()) -> list[tuple]:
         return self.conn.execute(self._sql(sql), params).fetchall()
 
-    @contextmanager
     def transaction(self):
         """One transaction: committed when the block ends, rolled back when it raises."""
-        if self.postgres:
-            with self.conn.transaction():
-                yield
-            return
-        # IMMEDIATE takes the write lock now, so a live writer makes us wait (busy timeout)
-        # before anything is written rather than halfway through.
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+        return write_transaction(self.conn)
 
     def has_table(self, name: str) -> bool:
         if self.postgres:

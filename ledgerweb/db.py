@@ -102,8 +102,14 @@ def ledger_is_postgres(alias: str = LEDGER) -> bool:
 
 
 def ledger_identity(alias: str = LEDGER) -> str:
-    """What tells one ledger from another, for keys of things derived from it: the file's path,
-    or the PostgreSQL database as user@host:port/name (never the password)."""
+    """What tells one ledger from another, for keys of things derived from it: where it is, as
+    ledger_place says it (a file's path; a PostgreSQL database without its password)."""
+    return ledger_place(alias)
+
+
+def ledger_place(alias: str = LEDGER) -> str:
+    """Where the ledger is, as a person is told: the file's path, or the PostgreSQL database as
+    postgres://user@host:port/name (never the password)."""
     from django.db import connections
 
     settings = connections[alias].settings_dict
@@ -112,7 +118,48 @@ def ledger_identity(alias: str = LEDGER) -> str:
     options = settings.get("OPTIONS", {})
     host = settings.get("HOST") or options.get("host", "")
     port = settings.get("PORT") or options.get("port", "")
-    return f"postgres://{settings.get('USER', '')}@{host}:{port}/{settings['NAME']}"
+    return postgres_place(settings.get("USER", ""), host, port, settings["NAME"])
+
+
+def ledger_shown_to(staff: bool, alias: str = LEDGER) -> str:
+    """The ledger as a page names it: where it is for staff, its short name (the file's or the
+    database's) for others, since where it is tells about the server."""
+    from django.db import connections
+
+    if staff:
+        return ledger_place(alias)
+    if connections[alias].vendor == "postgresql":
+        return connections[alias].settings_dict["NAME"]
+    return ledger_path_of(alias).name
+
+
+def postgres_place(user, host, port, name) -> str:
+    return f"postgres://{user or ''}@{host or ''}:{port or ''}/{name}"
+
+
+def shown_location(location: Path | str) -> str:
+    """A ledger file's path, or a PostgreSQL URL or connection string without its password."""
+    if isinstance(location, Path):
+        return str(location)
+    from psycopg.conninfo import conninfo_to_dict
+
+    found = conninfo_to_dict(location)
+    return postgres_place(found.get("user"), found.get("host"), found.get("port"), found["dbname"])
+
+
+def ledger_connectable(alias: str = LEDGER) -> Path | str:
+    """What a program of its own opens to reach the ledger behind an alias (retention): the file's
+    Path, or a libpq connection string for a PostgreSQL ledger. The string holds the password:
+    show ledger_place instead."""
+    from django.db import connections
+    from psycopg.conninfo import make_conninfo
+
+    connection = connections[alias]
+    if connection.vendor != "postgresql":
+        return ledger_path_of(alias)
+    # Django's own cursor class and type adapters stay with Django's connections.
+    params = connection.get_connection_params()
+    return make_conninfo(**{k: v for k, v in params.items() if isinstance(v, str | int)})
 
 
 def ledger_name(location: Path | str) -> str:
@@ -123,7 +170,8 @@ def ledger_name(location: Path | str) -> str:
 
 
 def ledger_path_of(alias: str = LEDGER) -> Path:
-    """The ledger file behind an alias, whether its NAME is a URI or a plain path."""
+    """The ledger file behind an alias, whether its NAME is a URI or a plain path. SQLite only: on
+    PostgreSQL this is the database's bare name, no file; name the ledger with ledger_place."""
     from django.db import connections  # here, not at the top: settings import this module
 
     name = str(connections[alias].settings_dict["NAME"])

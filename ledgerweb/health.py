@@ -14,7 +14,7 @@ from django.urls import NoReverseMatch, reverse
 from ledgerfacts import schema
 from ledgerfacts.timestamps import now_ms
 from ledgerweb import dialect, prices, sqlite
-from ledgerweb.db import LEDGER, ledger_identity, ledger_path_of
+from ledgerweb.db import LEDGER, ledger_identity, ledger_path_of, ledger_place
 
 # The summariser (ledger_rollup --follow) runs the checks this often and keeps the report.
 EVERY_S = 3600
@@ -275,7 +275,7 @@ def _database_facts() -> list[Finding]:
     """file_facts' twin for a PostgreSQL ledger: no journal mode to warn about (readers never
     block the writer there), the database's size and the tables' row counts."""
     ((size,),) = sqlite.rows("SELECT pg_database_size(current_database())")
-    facts = [f"{size:,} bytes", f"database {ledger_identity()}"]
+    facts = [f"{size:,} bytes", f"database {ledger_place()}"]
     return [
         # The check the WAL warning stands for, passed by construction.
         Finding("journal mode", WARNING, "the ledger is in PostgreSQL: readers and the writer"

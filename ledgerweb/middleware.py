@@ -8,7 +8,7 @@ from django.http import JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from ledgerweb.db import ledger_path_of
+from ledgerweb.db import ledger_is_postgres, ledger_shown_to
 from ledgerweb.http import wants_json
 from ledgerweb.roles import has_a_role
 from ledgerweb.sqlite import LedgerQueryTimeout, is_interrupted
@@ -17,12 +17,13 @@ logger = logging.getLogger(__name__)
 
 
 def _where_for_staff(request) -> str:
-    """Which ledger file: its absolute path tells about the server, so only staff see it."""
-    path = ledger_path_of()
+    """Which ledger: where it is tells about the server, so only staff see it."""
     user = getattr(request, "user", None)
-    if user is not None and user.is_staff:
-        return f" Ledger file: {path}"
-    return f" Ledger file: {path.name} (staff see where it is)."
+    staff = user is not None and user.is_staff
+    what = "database" if ledger_is_postgres() else "file"
+    if staff:
+        return f" Ledger {what}: {ledger_shown_to(staff)}"
+    return f" Ledger {what}: {ledger_shown_to(staff)} (staff see where it is)."
 
 
 class LedgerErrorMiddleware:

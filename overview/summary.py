@@ -9,7 +9,7 @@ from ledgerfacts import schema
 from ledgerfacts.timestamps import now_ms
 from ledgerweb import dialect, sqlite
 from ledgerweb.costs import CostSum
-from ledgerweb.db import LEDGER, ledger_identity, ledger_path_of
+from ledgerweb.db import LEDGER, ledger_path_of, ledger_place
 from ledgerweb.pg_schema import inspect_postgres_ledger
 from pipeline.charts import window_costs
 
@@ -72,7 +72,7 @@ def ledger_overview() -> LedgerOverview:
     conn.ensure_connection()
     if dialect.on_postgres():
         inspection = inspect_postgres_ledger(conn.connection)
-        path = DatabasePlace(conn.settings_dict["NAME"], ledger_identity())
+        path = DatabasePlace(conn.settings_dict["NAME"], ledger_place())
         size_bytes, wal_bytes = _scalar("SELECT pg_database_size(current_database())", []), 0
     else:
         inspection = schema.inspect_ledger(conn.connection)

@@ -4,6 +4,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from ledgerweb.db import ledger_shown_to
 from ledgerweb.http import respond
 from overview import json_twins
 from overview.summary import ledger_overview
@@ -13,15 +14,9 @@ from overview.summary import ledger_overview
 def overview(request: HttpRequest) -> HttpResponse:
     summary = ledger_overview()
     staff = request.user.is_staff
-    ctx = {"overview": summary, "ledger_shown_as": _ledger_shown_as(summary, staff)}
+    ctx = {"overview": summary, "ledger_shown_as": ledger_shown_to(staff)}
     return respond(
         request,
         page=lambda: render(request, "overview.html", ctx),
         twin=lambda: json_twins.overview(summary, staff),
     )
-
-
-def _ledger_shown_as(summary, staff: bool) -> str:
-    """Staff see the ledger's absolute path; others its file name (the path tells about the
-    server, and the name is what a person recognises)."""
-    return str(summary.path) if staff else summary.path.name

@@ -6,22 +6,36 @@
 
 Only nexus_requests is ever touched. Old rows are removed only after they are safely in the
 archive: each batch is first committed to the archive, then deleted from the live ledger where
-the archive holds them. An interrupted run leaves a row in both files at worst, never in
-neither, and the next run finishes the job. Without an archive nothing is removed.
+the archive holds them. An interrupted run leaves a row in both at worst, never in neither,
+and the next run finishes the job. Without an archive nothing is removed.
+
+The live ledger is a SQLite file or a PostgreSQL database; the archive a SQLite file (portable:
+ledgerweb opens it as a ledger) or, for a PostgreSQL ledger, also a PostgreSQL database. One
+policy, one SQL text: the engines' differences sit in retention_db.py.
 """
 
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ledgerfacts import schema
 from ledgerfacts.timestamps import now_ms
+from pipeline.retention_db import Location, RetentionDb, open_archive, place_of
 
 DAY_MS = 86_400_000
 # Named, not *: an archive created elsewhere may order its columns differently.
-COLUMNS = ", ".join(c.name for c in schema.expected_columns()["nexus_requests"])
-BUSY_TIMEOUT_S = 30
+COLUMN_NAMES = [c.name for c in schema.expected_columns()["nexus_requests"]]
+COLUMNS = ", ".join(COLUMN_NAMES)
+# A batch's rows pass through this process on their way to the archive: at most this many text
+# bytes of them (old requests keep their snapshots, which can be large), and at most this many
+# ids in one statement (SQLite and PostgreSQL both cap the parameters of a statement).
+BATCH_TEXT_BYTES = 16 * 1024 * 1024
+MAX_IDS = 10_000
+TEXT_SIZE = " + ".join(
+    f"coalesce(length({c.name}), 0)"
+    for c in schema.expected_columns()["nexus_requests"]
+    if c.type == "TEXT"
+)
 
 
 @dataclass
@@ -30,6 +44,7 @@ class RetentionReport:
     archived: int = 0
     removed: int = 0
     kept_old: int = 0  # rows past the delete age kept because there is no archive
+    kept_without_id: int = 0  # rows past the delete age no archive can tell apart
     dry_run: bool = False
 
     def lines(self) -> list[str]:
@@ -42,130 +57,138 @@ class RetentionReport:
         if self.kept_old:
             lines.append(
                 f"kept {self.kept_old:,} requests past the delete age: retention cannot delete "
-                "without an archive (pass --archive-to PATH)"
+                "without an archive (pass --archive-to PATH or a postgres:// URL)"
+            )
+        if self.kept_without_id:
+            lines.append(
+                f"kept {self.kept_without_id:,} requests past the delete age that have no id: "
+                "the archive could not show it holds them"
             )
         return lines
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-    conn.execute("PRAGMA foreign_keys = OFF")  # events(id) lives in another ledger
-    return conn
-
-
 def apply_retention(
-    ledger: Path,
+    ledger: Location,
     *,
     snapshot_days: int = 7,
     delete_days: int = 30,
-    archive: Path | None = None,
+    archive: Location | None = None,
     batch: int = 5_000,
     dry_run: bool = False,
     now: int | None = None,
     trace: Callable[[str], None] | None = None,
+    time_limit_s: float | None = None,
 ) -> RetentionReport:
+    """Retention on a ledger file (a Path) or a PostgreSQL ledger (a URL or connection string),
+    archiving to a SQLite file or a PostgreSQL database (see retention_db.py). With a time
+    limit (a page's dry run), a query past it raises retention_db.TookTooLong."""
     if delete_days < snapshot_days:
         raise ValueError("--delete-days must not be smaller than --snapshot-days")
     now = now_ms() if now is None else now
     drop_before, delete_before = now - snapshot_days * DAY_MS, now - delete_days * DAY_MS
     report = RetentionReport(dry_run=dry_run)
-    conn = connect(ledger)
-    if trace:
-        conn.set_trace_callback(trace)
+    live = RetentionDb(ledger, trace, time_limit_s)
     try:
-        report.snapshots_dropped = _drop_snapshots(conn, drop_before, delete_before, batch, dry_run)
-        (old,) = conn.execute(
-            "SELECT count(*) FROM nexus_requests WHERE started_at < ?", [delete_before]
-        ).fetchone()
+        if archive is not None:
+            _refuse_archive(live, archive)
+        report.snapshots_dropped = _drop_snapshots(live, drop_before, delete_before, batch, dry_run)
+        old, report.kept_without_id = live.fetchall(
+            "SELECT count(id), count(*) - count(id) FROM nexus_requests WHERE started_at < ?",
+            [delete_before],
+        )[0]
         if archive is None:
             report.kept_old = old
         elif dry_run:
             report.archived = report.removed = old
         else:
-            report.archived, report.removed = _archive_old(conn, archive, delete_before, batch)
+            report.archived, report.removed = _archive_old(live, archive, delete_before, batch)
     finally:
-        conn.close()
+        live.close()
     return report
 
 
-def _drop_snapshots(conn, drop_before, delete_before, batch, dry_run) -> int:
+def _refuse_archive(live: RetentionDb, archive: Location) -> None:
+    """Archives that would lose rows or change them, refused before anything is done."""
+    if not live.postgres and not isinstance(archive, Path):
+        # PostgreSQL's typed columns cannot hold all a SQLite ledger may (1.5 in a BIGINT,
+        # 'true' in a BOOLEAN): rows would be changed or stuck. A file archive holds them all.
+        raise ValueError("a SQLite ledger is archived to a SQLite file: pass --archive-to PATH")
+    if place_of(archive) == live.place():
+        # Every row would be "held by the archive" and deleted: lost.
+        raise ValueError("the archive is the live ledger itself: pass another --archive-to")
+
+
+def _drop_snapshots(live: RetentionDb, drop_before, delete_before, batch, dry_run) -> int:
     where = "started_at < ? AND started_at >= ? AND request_snapshot IS NOT NULL"
     if dry_run:
-        return conn.execute(f"SELECT count(*) FROM nexus_requests WHERE {where}",
-                            [drop_before, delete_before]).fetchone()[0]  # fmt: skip
-    total = 0
+        return live.fetchall(f"SELECT count(*) FROM nexus_requests WHERE {where}",
+                             [drop_before, delete_before])[0][0]  # fmt: skip
+    total, key = 0, live.row_key
     while True:  # short transactions, so the live writer is never held up for long
-        changed = conn.execute(
-            f"""UPDATE nexus_requests SET request_snapshot = NULL WHERE rowid IN (
-                    SELECT rowid FROM nexus_requests WHERE {where} LIMIT ?)""",
+        changed = live.execute(
+            f"""UPDATE nexus_requests SET request_snapshot = NULL WHERE {key} IN (
+                    SELECT {key} FROM nexus_requests WHERE {where} LIMIT ?)""",
             [drop_before, delete_before, batch],
-        ).rowcount
+        )
         total += changed
         if changed < batch:
             return total
 
 
-def _archive_old(conn, archive: Path, delete_before: int, batch: int) -> tuple[int, int]:
-    prepare_archive(archive)
-    conn.execute("ATTACH DATABASE ? AS archive", [str(archive)])
+def _archive_old(live: RetentionDb, location: Location, delete_before: int, batch: int):
+    archive = open_archive(location, live.trace)
     copied = removed = 0
     try:
-        while True:
-            ids = [
-                row[0]
-                for row in conn.execute(
-                    "SELECT id FROM main.nexus_requests WHERE started_at < ? LIMIT ?",
-                    [delete_before, batch],
-                )
-            ]
-            if not ids:
-                return copied, removed
-            copied += _copy_batch(conn, ids)
-            removed += _remove_batch(conn, ids)
+        while ids := _old_ids(live, delete_before, batch):
+            copied += _copy_batch(live, archive, ids)
+            removed_now = _remove_batch(live, archive, ids)
+            removed += removed_now
+            if not removed_now:  # the rows left the live ledger meanwhile: the next run goes on
+                break
+        return copied, removed
     finally:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        conn.execute("DETACH DATABASE archive")
+        archive.close()
 
 
-def _copy_batch(conn, ids: list[str]) -> int:
+def _old_ids(live: RetentionDb, delete_before: int, batch: int) -> list[str]:
+    """The next batch's ids: at most `batch` rows and BATCH_TEXT_BYTES of text (at least one)."""
+    found = live.fetchall(
+        f"SELECT id, {TEXT_SIZE} FROM nexus_requests WHERE started_at < ? AND id IS NOT NULL"
+        " LIMIT ?",
+        [delete_before, min(batch, MAX_IDS)],
+    )
+    ids, size = [], 0
+    for request_id, text_bytes in found:
+        if ids and size + text_bytes > BATCH_TEXT_BYTES:
+            break
+        ids.append(request_id)
+        size += text_bytes
+    return ids
+
+
+def _marks(values: list) -> str:
+    return ", ".join("?" * len(values))
+
+
+def _copy_batch(live: RetentionDb, archive: RetentionDb, ids: list[str]) -> int:
     """Into the archive, committed on its own; a repeat after an interruption adds nothing."""
-    marks = ", ".join("?" * len(ids))
-    conn.execute("BEGIN IMMEDIATE")
-    copied = conn.execute(
-        f"""INSERT OR IGNORE INTO archive.nexus_requests ({COLUMNS})
-            SELECT {COLUMNS} FROM main.nexus_requests WHERE id IN ({marks})""",
-        ids,
-    ).rowcount
-    conn.execute("COMMIT")
-    return copied
+    rows = live.fetchall(f"SELECT {COLUMNS} FROM nexus_requests WHERE id IN ({_marks(ids)})", ids)
+    with archive.transaction():
+        return archive.executemany(
+            f"INSERT INTO nexus_requests ({COLUMNS}) VALUES ({_marks(COLUMN_NAMES)})"
+            " ON CONFLICT (id) DO NOTHING",
+            rows,
+        )
 
 
-def _remove_batch(conn, ids: list[str]) -> int:
-    """Out of the live ledger: only the rows the archive now holds."""
-    marks = ", ".join("?" * len(ids))
-    conn.execute("BEGIN IMMEDIATE")
-    removed = conn.execute(
-        f"""DELETE FROM main.nexus_requests WHERE id IN ({marks})
-            AND id IN (SELECT id FROM archive.nexus_requests)""",
-        ids,
-    ).rowcount
-    conn.execute("COMMIT")
-    return removed
-
-
-def prepare_archive(archive: Path) -> None:
-    """A new archive ledger from the DDL, or an existing one whose nexus_requests matches it."""
-    if not archive.exists() or archive.stat().st_size == 0:
-        schema.create_ledger(archive)
-        return
-    conn = sqlite3.connect(f"file:{archive}?mode=ro", uri=True)
-    try:
-        inspection = schema.inspect_ledger(conn)
-    finally:
-        conn.close()
-    if "nexus_requests" not in inspection.tables:
-        raise ValueError(f"{archive} has no nexus_requests table: not a ledger archive")
-    if "nexus_requests" in inspection.mismatches:
-        problems = "; ".join(inspection.mismatches["nexus_requests"])
-        raise ValueError(f"{archive}'s nexus_requests differs from the schema: {problems}")
+def _remove_batch(live: RetentionDb, archive: RetentionDb, ids: list[str]) -> int:
+    """Out of the live ledger: only the rows the archive now holds (it committed them)."""
+    held = [
+        request_id
+        for (request_id,) in archive.fetchall(
+            f"SELECT id FROM nexus_requests WHERE id IN ({_marks(ids)})", ids
+        )
+    ]
+    if not held:
+        return 0
+    return live.execute(f"DELETE FROM nexus_requests WHERE id IN ({_marks(held)})", held)

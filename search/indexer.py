@@ -23,7 +23,7 @@ from django.db.models import F
 
 from ledgerfacts.timestamps import now_ms
 from ledgerweb import sqlite
-from ledgerweb.db import ledger_path_of
+from ledgerweb.db import ledger_identity
 from search import engine
 from search.models import IndexState
 
@@ -161,7 +161,7 @@ def indexable(tables: set[str]) -> list[Source]:
 
 
 def same_ledger(state: IndexState, tables: set[str]) -> bool:
-    if state.ledger != str(ledger_path_of()):
+    if state.ledger != ledger_identity():
         return False
     if state.anchor:
         turn_id, at = state.anchor["turn"]
@@ -185,7 +185,7 @@ def _state() -> IndexState:
 
 def _reset(state: IndexState) -> None:
     engine.clear()
-    state.ledger = str(ledger_path_of())
+    state.ledger = ledger_identity()
     state.anchor, state.marks, state.caught_up_at = {}, {}, None
     state.save()
 

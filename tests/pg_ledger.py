@@ -39,18 +39,11 @@ def postgres_database(postgres) -> str:
 
 # Tests that fail on a PostgreSQL ledger, each with why: marked as expected failures on the
 # PostgreSQL pass (strict: one that starts passing fails, so this list stays true).
-RETENTION = "retention is not built for PostgreSQL: the admin says so instead of a dry run"
 SETS_JOURNAL_MODE = "the test sets SQLite's journal mode (PRAGMA): PostgreSQL has none"
-SQLITE_WORDS = "the test expects SQLite's wording (WAL mode, the file's name)"
 SQLITE_FILE = "the test checkpoints and hashes the SQLite file"
 SQLITE_ERROR = "the test expects SQLite's error (test_postgres_ledger.py checks PostgreSQL's)"
 KNOWN_TO_FAIL_ON_POSTGRES = {
-    "test_admin.py::test_admins_see_the_retention_dry_run_and_nothing_changes": RETENTION,
     "test_health.py::test_a_ledger_not_in_wal_mode_gets_a_warning": SETS_JOURNAL_MODE,
-    "test_health.py::test_the_page_lists_every_check_with_its_result_and_when_it_ran": (
-        SQLITE_WORDS
-    ),
-    "test_overview.py::test_overview_names_the_open_ledger": SQLITE_WORDS,
     "test_overview.py::test_a_ledger_not_in_wal_mode_gets_a_warning": SETS_JOURNAL_MODE,
     "test_overview.py::test_the_ledger_file_is_unchanged_by_browsing": SQLITE_FILE,
     "test_databases.py::test_a_write_through_the_browsing_connection_fails": SQLITE_ERROR,
@@ -76,6 +69,9 @@ NOT_RUN_ON_POSTGRES = dict.fromkeys(
         "test_databases.py::test_migrate_refuses_to_run_on_the_ledger",
     ),
     OPENS_THE_FILE,
+)
+NOT_RUN_ON_POSTGRES["test_retention.py::test_rows_without_an_id_stay_and_are_counted"] = (
+    "a row without an id: PostgreSQL's primary key cannot hold one"
 )
 
 

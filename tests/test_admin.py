@@ -7,6 +7,9 @@ from urllib.parse import urljoin
 import pytest
 from builders import T0, parse_html
 from django.contrib.admin.models import LogEntry
+from psycopg.conninfo import conninfo_to_dict
+
+from ledgerweb.db import is_postgres_url
 
 pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
 CHANGELIST = "/admin/conversations/session/"
@@ -214,8 +217,27 @@ def test_admins_see_the_retention_dry_run_and_nothing_changes(client, admin_user
     client.force_login(admin_user)
     page = client.get(url).content.decode()
     assert "would drop request_snapshot from 1 requests" in page
+    if is_postgres_url(ledger.path):  # named as a database, the password never shown
+        name = conninfo_to_dict(ledger.path)["dbname"]
+        assert re.search(rf"on <code>postgres://[^:<]*@[^<]*/{name}</code>", page)
+    else:
+        assert f"on <code>{ledger.path}</code>" in page
     found = ledger.conn.execute("SELECT request_snapshot FROM nexus_requests").fetchone()
     assert tuple(found) == ("{}",)
+
+
+def test_a_dry_run_past_its_time_limit_says_so_instead_of_failing(client, admin_user, monkeypatch):
+    from pipeline import admin as pipeline_admin
+    from pipeline.retention_db import TookTooLong
+
+    def too_long(*args, **kwargs):
+        raise TookTooLong("canceling statement due to statement timeout")
+
+    monkeypatch.setattr(pipeline_admin, "apply_retention", too_long)
+    client.force_login(admin_user)
+    response = client.get("/admin/pipeline/nexusrequest/retention/")
+    assert response.status_code == 200
+    assert "took longer than 60 s and was stopped" in response.content.decode()
 
 
 def test_the_session_list_shows_turn_counts_in_a_bounded_number_of_queries(

@@ -5,9 +5,10 @@ import sqlite3
 import pytest
 from builders import LEDGER_DB, T0, parse_html
 from django.db import connections
+from psycopg.conninfo import conninfo_to_dict
 
 from ledgerfacts.timestamps import now_ms
-from ledgerweb.db import LEDGER
+from ledgerweb.db import LEDGER, is_postgres_url
 from overview.summary import COUNT_CAP
 
 pytestmark = LEDGER_DB
@@ -18,8 +19,12 @@ def test_overview_names_the_open_ledger(viewer_client, ledger):
     assert response.status_code == 200
     parse_html(response.content)
     page = response.content.decode()
-    assert ledger.path.name in page
-    assert "journal mode <code>wal</code>" in page
+    if is_postgres_url(ledger.path):  # the database's name, and no SQLite words
+        assert f"Ledger <code>{conninfo_to_dict(ledger.path)['dbname']}</code>" in page
+        assert "PostgreSQL" in page and "journal mode" not in page
+    else:
+        assert f"Ledger <code>{ledger.path.name}</code>" in page
+        assert "journal mode <code>wal</code>" in page
 
 
 def test_overview_counts_rows_per_table(viewer_client, ledger):

@@ -1,11 +1,16 @@
 """LEDGER_DB as a PostgreSQL URL: the same two aliases, reads unable to write and time-limited."""
 
+import re
+from io import StringIO
+
 import pytest
 from builders import LedgerBuilder, use_ledger
 from django.conf import settings
+from django.core.management import call_command
 from django.db import DatabaseError, connections
 
-from ledgerweb.db import LEDGER, LEDGER_WRITE, ledger_location, ledger_name
+from ledgerfacts.timestamps import now_ms
+from ledgerweb.db import LEDGER, LEDGER_WRITE, ledger_location, ledger_name, shown_location
 from ledgerweb.sqlite import LedgerQueryTimeout, WhileUnchanged, ledger_version
 
 # Counts without end: only the time limit stops it.
@@ -115,3 +120,33 @@ def test_the_error_signature_in_postgres_sql_is_the_python_one(postgres_database
         create_sqlite_functions(conn)
         (in_sql,) = conn.execute("SELECT ledger_error_signature(%s::text)", [message]).fetchone()
     assert in_sql == signature(message)
+
+
+@ON_POSTGRES
+def test_a_postgres_ledger_that_does_not_open_is_named_as_a_database(
+    pg_ledger, postgres, client, viewer, admin_user
+):
+    use_ledger(postgres.url("no_such_ledger"))
+    client.force_login(viewer)
+    response = client.get("/")
+    assert response.status_code == 503
+    assert "Ledger database: no_such_ledger (staff see where it is)" in response.content.decode()
+    client.force_login(admin_user)  # staff see where it is: server and database, no password
+    page = client.get("/").content.decode()
+    assert re.search(r"Ledger database: postgres://postgres@\S+/no_such_ledger\b", page)
+
+
+@ON_POSTGRES
+def test_ledger_rollup_names_a_postgres_ledger_by_server_and_database(pg_ledger, monkeypatch):
+    monkeypatch.setitem(connections[LEDGER].settings_dict, "PASSWORD", "s3cret")
+    pg_ledger.request(id="R1", started_at=now_ms() - 3 * 3_600_000)
+    out = StringIO()
+    call_command("ledger_rollup", days=1, stdout=out)
+    name = connections[LEDGER].settings_dict["NAME"]
+    assert re.search(rf"verified for postgres://postgres@\S+/{name};", out.getvalue())
+    assert "s3cret" not in out.getvalue()
+
+
+def test_a_postgres_location_is_shown_without_its_password():
+    url = "postgres://ledgerweb:s3cret@db.example:5433/central?sslmode=require"
+    assert shown_location(url) == "postgres://ledgerweb@db.example:5433/central"

@@ -23,10 +23,12 @@ MAY_RUN_SQL = {
     # Writers with a writable sqlite3 connection of their own (never the read-only alias):
     # new ledgers, imports, retention and the demo write files the browsing path must not.
     "ledgerfacts/schema.py": "creates a ledger from the DDL and inspects a connection it is given",
+    "ledgerfacts/dbapi.py": "a write transaction on a connection it is given (writer, retention)",
     "ledgerweb/management/commands/ledger_init.py": "creates a ledger file",
     "demo/build.py": "writes the demo ledger",
     "demo/sink.py": "writes the demo ledger",
-    "pipeline/retention.py": "moves old requests to an archive ledger in one transaction",
+    "pipeline/retention.py": "moves old requests to an archive ledger, batch by batch",
+    "pipeline/retention_db.py": "retention's connections: a SQLite file or a PostgreSQL database",
     "importers/writer.py": "writes imported sessions in one transaction",
     "importers/target.py": "the writer's connection: a SQLite file or a PostgreSQL ledger",
     "importers/ship.py": "reads a host's ledger file and writes the central one (ledger_ship)",

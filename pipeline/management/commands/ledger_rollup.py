@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from ledgerfacts.timestamps import now_ms
 from ledgerweb import health, sqlite
-from ledgerweb.db import ledger_path_of
+from ledgerweb.db import ledger_place
 from pipeline import rollups, summariser
 
 DAY = 24 * rollups.HOUR
@@ -64,7 +64,7 @@ class Command(BaseCommand):
             stored += len(plan.stored)
             live += sum(math.ceil((end - start) / rollups.HOUR) for start, end in plan.live)
         self.stdout.write(
-            f"{stored:,} hours stored and verified for {ledger_path_of()}; about {live:,} hours "
+            f"{stored:,} hours stored and verified for {ledger_place()}; about {live:,} hours "
             "stay live (the current hour; requests still processing are always read live)."
         )
 
@@ -82,7 +82,7 @@ class Command(BaseCommand):
             if not held:
                 self.stdout.write("Another summariser runs for this database: waiting for it.")
         with summariser.holding_lock(wait=True):
-            self.stdout.write(f"Summarising {ledger_path_of()} (last {days} days), newest first.")
+            self.stdout.write(f"Summarising {ledger_place()} (last {days} days), newest first.")
             health_due = time.monotonic()
             while rounds > 0:
                 rounds -= 1
