@@ -32,6 +32,8 @@ MAY_RUN_SQL = {
     "importers/writer.py": "writes imported sessions in one transaction",
     "importers/target.py": "the writer's connection: a SQLite file or a PostgreSQL ledger",
     "importers/ship.py": "reads a host's ledger file and writes the central one (ledger_ship)",
+    "importers/postgres_ledger.py": "creates (or takes back) the tables of a PostgreSQL ledger "
+    "being imported into",
     "ledgerweb/pg_schema.py": "inspects a PostgreSQL ledger's catalogue on a connection given",
     "importers/sqlite_source.py": "reads a foreign ledger file being imported",
     "importers/aix.py": "reads a foreign ledger file being imported",
