@@ -14,7 +14,7 @@ import sqlite3
 from contextlib import contextmanager
 
 from ledgerfacts.schema import ddl, expected_columns, table_statements
-from ledgerweb.pg_schema import create_postgres_ledger
+from ledgerweb.pg_schema import ROWID_ORDER_LOCK, create_postgres_ledger
 
 # `:name` placeholders, not PostgreSQL's `::type` casts.
 NAMED_PLACEHOLDER = re.compile(r"(?<!:):([a-z_]+)")
@@ -51,6 +51,8 @@ class WriteTarget:
         """One transaction: committed when the block ends, rolled back when it raises."""
         if self.postgres:
             with self.conn.transaction():
+                # Writers take turns, so rows become visible in rowid order (rowids.sql).
+                self.conn.execute(ROWID_ORDER_LOCK)
                 yield
             return
         # IMMEDIATE takes the write lock now, so a live writer makes us wait (busy timeout)

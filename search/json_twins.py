@@ -13,7 +13,11 @@ def search(ctx: dict) -> dict:
             {"kind": j.kind, "id": j.item_id, "url": j.url, "detail": j.detail}
             for j in ctx["jumps"]
         ],
-        "index": {"caught_up_at": ctx["caught_up_at"], "not_yet_indexed": ctx["backlog"]},
+        "index": {
+            "caught_up_at": ctx["caught_up_at"],
+            "not_yet_indexed": ctx["backlog"],
+            "unavailable": ctx.get("unindexable"),  # why nothing can be searched, when so
+        },
         "count": ctx.get("total"),
         "count_capped": ctx.get("total_capped", False),
         "count_is_upper_bound": ctx.get("total_at_most", False),
