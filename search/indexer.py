@@ -1,11 +1,14 @@
 """Builds the search index from the ledger, incrementally: each step reads only rows added since
 the last one (rowid above the table's high-water mark), plus the rows indexed while they could
 still change (a pending tool call, a turn still streaming, a request still processing), which are
-read again until they settle. See docs/decisions.md, "Search".
+read again until they settle. See docs/decisions.md, "Search". A PostgreSQL ledger has rowid as a
+column, numbered at insert, its writers committing in that order (ledgerweb/sql/postgres/
+rowids.sql): the same SQL runs there.
 
-The index belongs to one ledger: its path and an anchor (the ledger's first turn, id and time)
-that must still be there, and no table may hold fewer rows than the index has seen. A replaced
-or rebuilt ledger fails the check and the index starts again from nothing, never mixing the two.
+The index belongs to one ledger: its path (or database) and an anchor (the ledger's first turn,
+id and time) that must still be there, and no table may hold fewer rows than the index has seen.
+A replaced or rebuilt ledger fails the check and the index starts again from nothing, never
+mixing the two.
 
 Huge fields are read in chunks of CHUNK bytes, so a 10 MB tool result never sits in memory
 whole; text is read as bytes and decoded leniently, so invalid UTF-8 cannot stop the build.
@@ -437,7 +440,10 @@ def backlog(sources: list[Source] | None = None) -> dict[str, int]:
     state = _state()
     return {
         s.table: sqlite.rows(
-            f"SELECT count(*) FROM (SELECT 1 FROM {s.table} WHERE rowid > %s LIMIT %s) AS new",
+            # ORDER BY: the rowid index even where PostgreSQL has no statistics yet (a central
+            # ledger just shipped), where it would scan the table for a small backlog.
+            f"SELECT count(*) FROM (SELECT 1 FROM {s.table} WHERE rowid > %s"
+            " ORDER BY rowid LIMIT %s) AS new",
             [state.marks.get(s.table, 0), COUNT_CAP + 1],
         )[0][0]
         for s in sources
