@@ -3,6 +3,7 @@
 the column told how to add it. Runs on every pass (each test makes its own PostgreSQL ledger)."""
 
 import threading
+import time
 from io import StringIO
 
 import psycopg
@@ -10,6 +11,7 @@ import pytest
 from builders import T0, LedgerBuilder, parse_html, use_ledger
 from django.conf import settings
 from django.core.management import CommandError, call_command
+from django.db import connections
 
 from importers.bundle import ImportReport, SessionBundle
 from importers.ship import ship
@@ -19,12 +21,16 @@ from ledgerfacts import schema
 from ledgerweb import health
 from ledgerweb.pg_schema import (
     POSTGRES_SQL_DIR,
+    ROWID_ORDER_LOCK,
     ROWIDS,
     ROWIDS_FIX,
+    create_postgres_ledger,
     create_sqlite_functions,
     postgres_ddl,
 )
 from search import indexer
+from sessions.forking import fork_session
+from sessions.models import Session
 
 pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
 URL = "/search/"
@@ -193,3 +199,37 @@ def test_two_shippers_at_once_while_pages_search_then_every_row_is_found(
         thread.join()
     for host, word in words.items():
         assert found_ids(viewer_client, word) == {f"M-{host}"}
+
+
+def waits_for_the_lock(conn) -> bool:
+    found = "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+    deadline = time.monotonic() + 30
+    while not conn.execute(found).fetchall():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_fork_takes_its_turn_with_the_shippers(central):
+    with psycopg.connect(central, autocommit=True) as conn:
+        create_postgres_ledger(conn)
+    builder = LedgerBuilder(central)
+    s = builder.session(id="S1")
+    t = builder.turn(s, id="T1")
+    builder.set_head(s, t, t)
+    origin = Session.objects.get(id="S1")
+
+    def fork():
+        fork_session(origin, "T1", "a fork")
+        connections.close_all()
+
+    with psycopg.connect(central) as shipper, psycopg.connect(central, autocommit=True) as watch:
+        shipper.execute(ROWID_ORDER_LOCK)  # a shipper in the middle of a session
+        forking = threading.Thread(target=fork)
+        forking.start()
+        assert waits_for_the_lock(watch)
+        shipper.commit()
+    forking.join()
+    assert builder.conn.execute("SELECT count(*) FROM sessions").fetchone() == (2,)
+    builder.conn.close()
