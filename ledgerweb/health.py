@@ -297,8 +297,8 @@ def _rowids() -> Finding:
     return Finding(
         "rowid columns",
         WARNING,
-        f"search cannot index this ledger: {len(missing)} table(s) have no rowid column (the"
-        f" ledger was made before it); add it with: {ROWIDS_FIX}",
+        "search cannot index this ledger: the tables listed have no rowid column (the ledger"
+        f" was made before it); add it with: {ROWIDS_FIX}",
         sqlite.CappedCount(len(missing), False),
         [Example(table) for table in missing],
     )

@@ -308,13 +308,15 @@ def read_rows(kind: str, rowids: list[int]) -> dict[int, LedgerRow]:
 class RowidsMissing(Exception):
     """A PostgreSQL ledger made before its tables had the rowid column the index keys rows by."""
 
+    fix = ROWIDS_FIX
+
     def __init__(self, tables: list[str]):
         self.tables = tables
-        super().__init__(
-            "Search cannot index this ledger: its tables "
-            f"{', '.join(tables)} have no rowid column (the PostgreSQL ledger was made before"
-            f" search could read one). An administrator adds it with: {ROWIDS_FIX}"
+        self.reason = (
+            f"Search cannot index this ledger: its tables {', '.join(tables)} have no rowid column"
+            " (the PostgreSQL ledger was made before search could read one)."
         )
+        super().__init__(f"{self.reason} An administrator adds it with: {self.fix}")
 
 
 @dataclass

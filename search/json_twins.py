@@ -16,7 +16,8 @@ def search(ctx: dict) -> dict:
         "index": {
             "caught_up_at": ctx["caught_up_at"],
             "not_yet_indexed": ctx["backlog"],
-            "unavailable": ctx.get("unindexable"),  # why nothing can be searched, when so
+            # Why nothing can be searched, when so (search.indexer.RowidsMissing).
+            "unavailable": str(ctx["unindexable"]) if ctx.get("unindexable") else None,
         },
         "count": ctx.get("total"),
         "count_capped": ctx.get("total_capped", False),

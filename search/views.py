@@ -141,7 +141,7 @@ def _index_status() -> dict:
         progress = indexer.step(INDEX_BUDGET_S)
         backlog = progress.backlog or {}
     except indexer.RowidsMissing as error:  # nothing to search until an administrator acts
-        return {"unindexable": str(error), "caught_up_at": None, "backlog": {}}
+        return {"unindexable": error, "caught_up_at": None, "backlog": {}}
     except (LedgerQueryTimeout, OperationalError) as error:
         # Another worker holds the index for longer than the lock timeout, or a ledger query
         # ran out of time: search what is indexed; the next page goes on.
@@ -193,7 +193,7 @@ def find_in_session(request: HttpRequest, session_id: str) -> JsonResponse:
     if request.GET.get("failures") == "1":
         answer["failures"] = ids.failure_turn_ids(session_id, FIND_LIMIT)
     if q and (unindexable := _index_status().get("unindexable")):
-        answer["error"] = unindexable
+        answer["error"] = str(unindexable)
     elif q:
         try:
             query = parse(q)
