@@ -13,11 +13,10 @@ before searching when nothing is new: the index's check for new and changed rows
 
 import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
 
-from bench.state_db_bench import QUERIES, timed
+from bench.state_db_bench import QUERIES, script_figures, timed
 from tools.docfile import publish
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,12 +64,7 @@ def measure(env: dict, django_db: Path) -> dict:
     env = env | {"DJANGO_DB": str(django_db)}
     timed(env, "migrate", "--noinput", "-v0")
     figures = {"index": timed(env, "ledger_index", "-v0")}
-    out = subprocess.run([sys.executable, "-c", SEARCH.format(queries=QUERIES)], cwd=ROOT,
-                         env=env, check=True, capture_output=True, text=True).stdout  # fmt: skip
-    for line in out.splitlines():
-        name, *values = line.split("\t")
-        figures[name] = values
-    return figures
+    return figures | script_figures(env, SEARCH.format(queries=QUERIES))
 
 
 def main() -> None:
