@@ -175,3 +175,12 @@ def test_postgres_ledger_has_the_same_indexes(both_schemas):
     others = {k: v for k, v in postgres_indexes(pg).items() if k not in rowid_indexes}
     assert others == sqlite_indexes(lite)
     assert len(sqlite_indexes(lite)) == 16  # the seeds' indexes, not an empty comparison
+
+
+def test_a_postgres_ledger_with_its_rowids_is_not_reported_as_drift(both_schemas):
+    from ledgerweb.pg_schema import inspect_postgres_ledger
+
+    lite, pg = both_schemas
+    assert inspect_postgres_ledger(pg).mismatches == {}
+    pg.execute("ALTER TABLE turns ADD COLUMN cost_usd DOUBLE PRECISION")  # real drift still is
+    assert inspect_postgres_ledger(pg).mismatches == {"turns": ["extra column cost_usd"]}
