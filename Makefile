@@ -95,12 +95,12 @@ DJANGO_STATE_TESTS := tests/test_state_db.py tests/test_rollups.py tests/test_su
 
 # The page, chart, admin and health tests a second time with each test's ledger in PostgreSQL
 # (tests/pg_ledger.py: a throwaway server; tests of data PostgreSQL cannot hold are skipped and
-# known failures marked, each saying why). Not yet: search, the live-writer soak, the walker.
+# known failures marked, each saying why). Not yet: the live-writer soak, the walker.
 POSTGRES_LEDGER_TESTS = $(patsubst %,tests/test_%.py,session_list session_page tree_pages \
 	turn_and_thread turn_urls compare alternatives fork_markers failed_turns markdown_views tree \
 	request_page pipeline_pages pipeline_charts pipeline_stages cost_chart rollups costs \
 	turn_usage windows hostile_ledger admin health overview databases postgres_ledger \
-	import_command retention)
+	import_command retention search search_index)
 
 test: setup browser postgres
 	$(BIN)/pytest

@@ -65,16 +65,18 @@ def timed(env: dict, *args: str) -> float:
     return time.perf_counter() - started
 
 
+def script_figures(env: dict, script: str) -> dict:
+    """Run a Python script in that environment; its tab-separated lines as name → values."""
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, check=True,
+                         capture_output=True, text=True).stdout  # fmt: skip
+    return {name: values for name, *values in (line.split("\t") for line in out.splitlines())}
+
+
 def measure(env: dict) -> dict:
     figures = {"migrate": timed(env, "migrate", "--noinput", "-v0")}
     figures["rollup"] = timed(env, "ledger_rollup", "--days", "30")
     figures["index"] = timed(env, "ledger_index", "-v0")
-    out = subprocess.run([sys.executable, "-c", SEARCH.format(queries=QUERIES)], cwd=ROOT,
-                         env=env, check=True, capture_output=True, text=True).stdout  # fmt: skip
-    for line in out.splitlines():
-        name, *values = line.split("\t")
-        figures[name] = values
-    return figures
+    return figures | script_figures(env, SEARCH.format(queries=QUERIES))
 
 
 def main() -> None:

@@ -5,12 +5,17 @@ and retention (pipeline/retention_db.py)."""
 import sqlite3
 from contextlib import contextmanager
 
+# Taken by every write transaction on a PostgreSQL ledger, so that rows become visible in rowid
+# order (see ledgerweb/sql/postgres/rowids.sql). One fixed key: the bytes of "ledgrow".
+ROWID_ORDER_LOCK = "SELECT pg_advisory_xact_lock(30510779391438711)"
+
 
 @contextmanager
 def write_transaction(conn):
     """Committed when the block ends, rolled back when it raises (an interruption too)."""
     if not isinstance(conn, sqlite3.Connection):  # psycopg
         with conn.transaction():
+            conn.execute(ROWID_ORDER_LOCK)  # writers take turns
             yield
         return
     # IMMEDIATE takes the write lock now, so a live writer makes us wait (busy timeout) before

@@ -58,3 +58,9 @@ def position(needle: str, haystack: str, alias: str = LEDGER) -> str:
     """1-based index of needle in haystack, 0 when absent (SQLite instr, PostgreSQL strpos)."""
     name = "strpos" if on_postgres(alias) else "instr"
     return f"{name}({haystack}, {needle})"
+
+
+def as_bytes(text: str, alias: str = LEDGER) -> str:
+    """A text's UTF-8 bytes, whose length() and substr() count bytes, not characters: SQLite's
+    CAST AS BLOB; PostgreSQL's convert_to (its CAST to bytea reads backslashes as escapes)."""
+    return f"convert_to({text}, 'UTF8')" if on_postgres(alias) else f"CAST({text} AS BLOB)"

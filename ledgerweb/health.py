@@ -15,6 +15,7 @@ from ledgerfacts import schema
 from ledgerfacts.timestamps import now_ms
 from ledgerweb import dialect, prices, sqlite
 from ledgerweb.db import LEDGER, ledger_identity, ledger_path_of, ledger_place
+from ledgerweb.pg_schema import ROWIDS_FIX
 
 # The summariser (ledger_rollup --follow) runs the checks this often and keeps the report.
 EVERY_S = 3600
@@ -282,7 +283,25 @@ def _database_facts() -> list[Finding]:
                 " do not block each other", NONE_FOUND, passed=True),
         Finding("database", INFO, "the ledger database (PostgreSQL)", sqlite.CappedCount(1, False),
                 [Example(fact) for fact in facts + _table_sizes()]),
+        _rowids(),
     ]  # fmt: skip
+
+
+def _rowids() -> Finding:
+    """A PostgreSQL ledger made before its tables had the rowid column cannot be searched."""
+    present = sqlite.table_names() & set(schema.LEDGER_TABLES)
+    missing = sqlite.tables_without_rowid(present)
+    if not missing:
+        return Finding("rowid columns", WARNING, "every ledger table has the rowid column search"
+                       " keys its rows by", NONE_FOUND, passed=True)  # fmt: skip
+    return Finding(
+        "rowid columns",
+        WARNING,
+        "search cannot index this ledger: the tables listed have no rowid column (the ledger"
+        f" was made before it); add it with: {ROWIDS_FIX}",
+        sqlite.CappedCount(len(missing), False),
+        [Example(table) for table in missing],
+    )
 
 
 def _table_sizes() -> list[str]:

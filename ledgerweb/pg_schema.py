@@ -31,12 +31,18 @@ def postgres_ddl(files: tuple[str, ...] = tuple(DDL_FILES)) -> str:
 
 # The functions the ledger queries use that PostgreSQL lacks: SQLite's, and the error signature.
 SQLITE_FUNCTIONS = "functions.sql"
+# SQLite's implicit rowid made a column, on every ledger table (search keys rows by it).
+ROWID = "rowid"
+ROWIDS = "rowids.sql"
+# How to give a ledger made before rowids.sql its rowids (the search page and /health/ say it).
+ROWIDS_FIX = f'psql "$LEDGER_DB" -f ledgerweb/sql/postgres/{ROWIDS}'
 
 
 def create_postgres_ledger(conn, files: tuple[str, ...] = tuple(DDL_FILES)) -> None:
-    """Create the ledger's tables and indexes on a psycopg connection (in its transaction), and
-    the SQLite functions its queries use."""
+    """Create the ledger's tables and indexes on a psycopg connection (in its transaction), their
+    rowid columns, and the SQLite functions its queries use."""
     conn.execute(postgres_ddl(files))
+    conn.execute((POSTGRES_SQL_DIR / ROWIDS).read_text())
     create_sqlite_functions(conn)
 
 
@@ -57,7 +63,8 @@ def inspect_postgres_ledger(conn) -> LedgerInspection:
     tables = postgres_tables(conn)
     mismatches = {}
     for table, expected in expected_columns().items():
-        problems = table in tables and column_differences(expected, postgres_columns(conn, table))
+        found = [c for c in postgres_columns(conn, table) if c.name != ROWID]  # not drift: ours
+        problems = table in tables and column_differences(expected, found)
         if problems:
             mismatches[table] = problems
     return LedgerInspection(tables, mismatches)

@@ -207,6 +207,20 @@ def table_names(alias: str = LEDGER) -> set[str]:
     return {name for (name,) in rows(dialect.table_names_sql(alias), (), alias)}
 
 
+def tables_without_rowid(tables, alias: str = LEDGER) -> list[str]:
+    """Of these tables, those without a rowid: none in SQLite (every table has one); in a
+    PostgreSQL ledger made before ledgerweb/sql/postgres/rowids.sql, all of them."""
+    if not dialect.on_postgres(alias):
+        return []
+    with_rowid = rows(
+        "SELECT table_name FROM information_schema.columns"
+        " WHERE table_schema = current_schema() AND column_name = 'rowid'",
+        (),
+        alias,
+    )
+    return sorted(set(tables) - {name for (name,) in with_rowid})
+
+
 @dataclass(frozen=True)
 class CappedCount:
     """A row count that stops at a cap, like Datasette's "10,000+"."""
@@ -280,6 +294,12 @@ def in_list(ids) -> tuple[str, list[str]]:
     The same SQL on a PostgreSQL ledger, through its json_each (ledgerweb/sql/postgres/), and on
     Django's own database, where the rollups use it too."""
     return "(SELECT value FROM json_each(%s))", [json.dumps(list(ids))]
+
+
+def in_rowid_list(rowids) -> tuple[str, list[str]]:
+    """in_list for integers (rowids): PostgreSQL's json_each gives text, which a BIGINT column
+    does not compare with; the CAST changes nothing on SQLite."""
+    return "(SELECT CAST(value AS BIGINT) FROM json_each(%s))", [json.dumps(list(rowids))]
 
 
 def json_array_has(column: str) -> str:

@@ -1,11 +1,14 @@
 """Builds the search index from the ledger, incrementally: each step reads only rows added since
 the last one (rowid above the table's high-water mark), plus the rows indexed while they could
 still change (a pending tool call, a turn still streaming, a request still processing), which are
-read again until they settle. See docs/decisions.md, "Search".
+read again until they settle. See docs/decisions.md, "Search". A PostgreSQL ledger has rowid as a
+column, numbered at insert, its writers committing in that order (ledgerweb/sql/postgres/
+rowids.sql): the same SQL runs there.
 
-The index belongs to one ledger: its path and an anchor (the ledger's first turn, id and time)
-that must still be there, and no table may hold fewer rows than the index has seen. A replaced
-or rebuilt ledger fails the check and the index starts again from nothing, never mixing the two.
+The index belongs to one ledger: its path (or database) and an anchor (the ledger's first turn,
+id and time) that must still be there, and no table may hold fewer rows than the index has seen.
+A replaced or rebuilt ledger fails the check and the index starts again from nothing, never
+mixing the two.
 
 Huge fields are read in chunks of CHUNK bytes, so a 10 MB tool result never sits in memory
 whole; text is read as bytes and decoded leniently, so invalid UTF-8 cannot stop the build.
@@ -22,8 +25,9 @@ from django.db import transaction
 from django.db.models import F
 
 from ledgerfacts.timestamps import now_ms
-from ledgerweb import sqlite
+from ledgerweb import dialect, sqlite
 from ledgerweb.db import ledger_identity
+from ledgerweb.pg_schema import ROWIDS_FIX
 from search import engine
 from search.models import IndexState
 
@@ -58,8 +62,8 @@ class Source:
     def select(self, where: str, heads: bool = True) -> str:
         """The SQL of the rows `where` selects; without heads, only the fields' lengths."""
         texts = ", ".join(
-            f"length(CAST({c} AS BLOB)), "
-            + (f"substr(CAST({c} AS BLOB), 1, {CHUNK + OVERLAP})" if heads else "NULL")
+            f"length({dialect.as_bytes(c)}), "
+            + (f"substr({dialect.as_bytes(c)}, 1, {CHUNK + OVERLAP})" if heads else "NULL")
             for c in self.columns
         )
         return self.sql.format(open=self.open_sql, texts=texts, where=where)
@@ -160,12 +164,23 @@ def indexable(tables: set[str]) -> list[Source]:
     return [s for s in SOURCES if s.table in tables and "turns" in tables]
 
 
+def keyed_sources(tables: set[str]) -> list[Source]:
+    """The sources this ledger has, each table with the rowid the index keys its rows by (or
+    RowidsMissing, on a PostgreSQL ledger made before rowids.sql)."""
+    sources = indexable(tables)
+    keyed = {"turns", *(source.table for source in sources)} if sources else set()  # the anchor
+    if missing := sqlite.tables_without_rowid(keyed):
+        raise RowidsMissing(missing)
+    return sources
+
+
 def same_ledger(state: IndexState, tables: set[str]) -> bool:
     if state.ledger != ledger_identity():
         return False
     if state.anchor:
         turn_id, at = state.anchor["turn"]
-        if not sqlite.rows("SELECT 1 FROM turns WHERE id = %s AND started_at IS %s", [turn_id, at]):
+        found = "SELECT 1 FROM turns WHERE id = %s AND started_at IS NOT DISTINCT FROM %s"
+        if not sqlite.rows(found, [turn_id, at]):
             return False
     for source in SOURCES:
         mark = state.marks.get(source.table, 0)
@@ -268,9 +283,9 @@ def _docs(source: Source, row: tuple) -> list[engine.Doc]:
 def read_chunk(source: Source, field: int, offset: int, rowids: list[int]) -> dict[int, str]:
     """One field's text at one byte offset (a chunk of a huge value), of rows by rowid."""
     name = source.columns[field].split(".")[1]
-    listed, params = sqlite.in_list(rowids)
+    listed, params = sqlite.in_rowid_list(rowids)
     found = sqlite.rows(
-        f"SELECT rowid, substr(CAST({name} AS BLOB), %s, %s) FROM {source.table} "
+        f"SELECT rowid, substr({dialect.as_bytes(name)}, %s, %s) FROM {source.table} "
         f"WHERE rowid IN {listed}",
         [offset + 1, CHUNK + OVERLAP, *params],
     )
@@ -282,12 +297,26 @@ def read_rows(kind: str, rowids: list[int]) -> dict[int, LedgerRow]:
     source = BY_KIND[kind]
     if source.table not in sqlite.table_names():
         return {}
-    listed, params = sqlite.in_list(rowids)
+    listed, params = sqlite.in_rowid_list(rowids)
     rows = sqlite.rows(source.select(f"{source.alias}.rowid IN {listed}"), params)
     return {row[0]: LedgerRow.of(source, row) for row in rows}
 
 
 # -- Steps ----------------------------------------------------------------------------------------
+
+
+class RowidsMissing(Exception):
+    """A PostgreSQL ledger made before its tables had the rowid column the index keys rows by."""
+
+    fix = ROWIDS_FIX
+
+    def __init__(self, tables: list[str]):
+        self.tables = tables
+        self.reason = (
+            f"Search cannot index this ledger: its tables {', '.join(tables)} have no rowid column"
+            " (the PostgreSQL ledger was made before search could read one)."
+        )
+        super().__init__(f"{self.reason} An administrator adds it with: {self.fix}")
 
 
 @dataclass
@@ -302,7 +331,7 @@ def step(budget_s: float, on_batch: Callable[[str, int], None] | None = None) ->
     a batch at a time, each batch committed with its high-water mark (safe to interrupt)."""
     deadline = time.monotonic() + budget_s
     tables = sqlite.table_names()
-    sources = indexable(tables)
+    sources = keyed_sources(tables)
     progress = Progress()
     state = _state()
     # Most page views find nothing to do: they read, and take the write lock only for work.
@@ -382,7 +411,7 @@ def _changed_open_rows(sources: list[Source]) -> dict[str, list[int]]:
         marks = indexed.get(source.kind)
         if not marks:
             continue
-        listed, params = sqlite.in_list(sorted(marks))
+        listed, params = sqlite.in_rowid_list(sorted(marks))
         rows = sqlite.rows(source.select(f"{source.alias}.rowid IN {listed}", heads=False), params)
         now = {row[0]: LedgerRow.of(source, row).open_mark() for row in rows}
         different = [src for src, mark in marks.items() if now.get(src, 0) != mark]
@@ -398,7 +427,7 @@ def _reindex_open(sources: list[Source], changed: dict[str, list[int]]) -> int:
         ids = changed.get(source.kind)
         if not ids:
             continue
-        listed, params = sqlite.in_list(ids)
+        listed, params = sqlite.in_rowid_list(ids)
         rows = sqlite.rows(source.select(f"{source.alias}.rowid IN {listed}"), params)
         engine.forget(source.kind, ids)
         engine.add([doc for row in rows for doc in _docs(source, row)])
@@ -409,12 +438,14 @@ def _reindex_open(sources: list[Source], changed: dict[str, list[int]]) -> int:
 def backlog(sources: list[Source] | None = None) -> dict[str, int]:
     """Rows each table holds beyond the index (counted up to COUNT_CAP + 1)."""
     if sources is None:
-        tables = sqlite.table_names()
-        sources = indexable(tables)
+        sources = keyed_sources(sqlite.table_names())
     state = _state()
     return {
         s.table: sqlite.rows(
-            f"SELECT count(*) FROM (SELECT 1 FROM {s.table} WHERE rowid > %s LIMIT %s)",
+            # ORDER BY: the rowid index even where PostgreSQL has no statistics yet (a central
+            # ledger just shipped), where it would scan the table for a small backlog.
+            f"SELECT count(*) FROM (SELECT 1 FROM {s.table} WHERE rowid > %s"
+            " ORDER BY rowid LIMIT %s) AS new",
             [state.marks.get(s.table, 0), COUNT_CAP + 1],
         )[0][0]
         for s in sources

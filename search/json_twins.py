@@ -13,7 +13,12 @@ def search(ctx: dict) -> dict:
             {"kind": j.kind, "id": j.item_id, "url": j.url, "detail": j.detail}
             for j in ctx["jumps"]
         ],
-        "index": {"caught_up_at": ctx["caught_up_at"], "not_yet_indexed": ctx["backlog"]},
+        "index": {
+            "caught_up_at": ctx["caught_up_at"],
+            "not_yet_indexed": ctx["backlog"],
+            # Why nothing can be searched, when so (search.indexer.RowidsMissing).
+            "unavailable": str(ctx["unindexable"]) if ctx.get("unindexable") else None,
+        },
         "count": ctx.get("total"),
         "count_capped": ctx.get("total_capped", False),
         "count_is_upper_bound": ctx.get("total_at_most", False),

@@ -7,7 +7,7 @@ from django.db import models
 class IndexState(models.Model):
     """One row: the ledger the index belongs to and how far into each table it reaches."""
 
-    ledger = models.TextField(default="")  # the ledger file's path
+    ledger = models.TextField(default="")  # the ledger file's path, or its database (db.py)
     anchor = models.JSONField(default=dict)  # {"turn": [id, time]}: the first turn
     marks = models.JSONField(default=dict)  # table → highest rowid indexed
     caught_up_at = models.BigIntegerField(null=True)  # Unix ms of the last step with no backlog

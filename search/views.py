@@ -117,7 +117,7 @@ def search(request: HttpRequest) -> HttpResponse:
 def _searched(ctx: dict) -> dict:
     """The page's context with the index brought on a little, and the results when asked."""
     ctx = ctx | _index_status()
-    if ctx["form"].q:
+    if ctx["form"].q and not ctx.get("unindexable"):
         ctx |= _results(ctx["form"])
     return ctx
 
@@ -140,6 +140,8 @@ def _index_status() -> dict:
     try:
         progress = indexer.step(INDEX_BUDGET_S)
         backlog = progress.backlog or {}
+    except indexer.RowidsMissing as error:  # nothing to search until an administrator acts
+        return {"unindexable": error, "caught_up_at": None, "backlog": {}}
     except (LedgerQueryTimeout, OperationalError) as error:
         # Another worker holds the index for longer than the lock timeout, or a ledger query
         # ran out of time: search what is indexed; the next page goes on.
@@ -190,8 +192,9 @@ def find_in_session(request: HttpRequest, session_id: str) -> JsonResponse:
     answer = {"turn_ids": [], "error": None, "failures": []}
     if request.GET.get("failures") == "1":
         answer["failures"] = ids.failure_turn_ids(session_id, FIND_LIMIT)
-    if q:
-        _index_status()
+    if q and (unindexable := _index_status().get("unindexable")):
+        answer["error"] = str(unindexable)
+    elif q:
         try:
             query = parse(q)
             answer["turn_ids"] = results.turn_ids(

@@ -5,9 +5,10 @@ import random
 
 from django.db import transaction
 
+from ledgerfacts.dbapi import ROWID_ORDER_LOCK
 from ledgerfacts.timestamps import now_ms
 from ledgerfacts.ulid import UlidFactory
-from ledgerweb import sqlite
+from ledgerweb import dialect, sqlite
 from ledgerweb.db import LEDGER_WRITE
 from sessions.kinds import FORK, children_prefix
 from sessions.models import Session, Turn
@@ -22,6 +23,8 @@ class ForkError(Exception):
 def fork_session(origin: Session, turn_id: str, label: str) -> Session:
     """Create the fork in one transaction on the writable ledger connection."""
     with transaction.atomic(using=LEDGER_WRITE):
+        if dialect.on_postgres(LEDGER_WRITE):  # writers take turns: rowids.sql says why
+            sqlite.rows(ROWID_ORDER_LOCK, alias=LEDGER_WRITE)
         turn = Turn.objects.using(LEDGER_WRITE).filter(id=turn_id).first()
         if turn is None:
             raise ForkError(f"Turn {turn_id} does not exist: nothing was forked.")

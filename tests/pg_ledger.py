@@ -124,7 +124,8 @@ class PostgresConnection:
     def execute(self, sql: str, params=()):
         try:
             return self.conn.execute(sql.replace("?", "%s"), params)
-        except psycopg.DataError as error:
+        # (ProgramLimitExceeded: a key longer than a B-tree entry holds, a 10 kB session id.)
+        except (psycopg.DataError, psycopg.errors.ProgramLimitExceeded) as error:
             unstorable(error)
 
     def fit(self, table: str, row: dict) -> list:

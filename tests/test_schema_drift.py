@@ -150,17 +150,37 @@ def test_postgres_ledger_has_the_same_tables(both_schemas):
     assert postgres_tables(pg) == set(schema.LEDGER_TABLES)
 
 
+# The one allowed difference: PostgreSQL has no implicit rowid, so each of its ledger tables has
+# it as a column, unique and numbered at insert (ledgerweb/sql/postgres/rowids.sql), for search.
+ROWID = schema.Column("rowid", "INTEGER", True, False, None)
+
+
 @pytest.mark.parametrize("table", schema.LEDGER_TABLES)
 def test_postgres_table_has_the_same_columns_nullability_and_defaults(both_schemas, table):
     from ledgerweb.pg_schema import postgres_columns
 
     lite, pg = both_schemas
-    assert postgres_columns(pg, table) == schema.columns_of(lite, table)
+    assert postgres_columns(pg, table) == [*schema.columns_of(lite, table), ROWID]
 
 
 def test_postgres_ledger_has_the_same_indexes(both_schemas):
     from ledgerweb.pg_schema import postgres_indexes, sqlite_indexes
 
     lite, pg = both_schemas
-    assert postgres_indexes(pg) == sqlite_indexes(lite)
+    rowid_indexes = {
+        name: table for name, (table, columns) in postgres_indexes(pg).items()
+        if columns == (("rowid", False),)
+    }  # fmt: skip
+    assert sorted(rowid_indexes.values()) == sorted(schema.LEDGER_TABLES)
+    others = {k: v for k, v in postgres_indexes(pg).items() if k not in rowid_indexes}
+    assert others == sqlite_indexes(lite)
     assert len(sqlite_indexes(lite)) == 16  # the seeds' indexes, not an empty comparison
+
+
+def test_a_postgres_ledger_with_its_rowids_is_not_reported_as_drift(both_schemas):
+    from ledgerweb.pg_schema import inspect_postgres_ledger
+
+    lite, pg = both_schemas
+    assert inspect_postgres_ledger(pg).mismatches == {}
+    pg.execute("ALTER TABLE turns ADD COLUMN cost_usd DOUBLE PRECISION")  # real drift still is
+    assert inspect_postgres_ledger(pg).mismatches == {"turns": ["extra column cost_usd"]}

@@ -11,6 +11,8 @@ from django.db import connection
 
 from ledgerfacts import schema
 from ledgerfacts.timestamps import now_ms
+from ledgerweb.db import is_postgres_url
+from ledgerweb.pg_schema import create_postgres_ledger
 from search import engine, indexer
 
 # The writer's rows must be visible to the pages: no test transaction around them.
@@ -72,20 +74,31 @@ def test_a_request_that_fails_after_it_was_indexed_shows_its_error(viewer_client
 
 def replace_ledger(ledger, tmp_path, first_turn_at: int, messages: list[str]) -> None:
     """Write another ledger to the same path (a restore from backup, a rebuilt ledger) with the
-    same ids: S1, T1 started at first_turn_at, and messages M1, M2… with these texts."""
+    same ids: S1, T1 started at first_turn_at, and messages M1, M2… with these texts. On
+    PostgreSQL: the same database, its tables made again from the DDL (pg_restore --clean)."""
+    if is_postgres_url(ledger.path):
+        tables = ", ".join(schema.LEDGER_TABLES)
+        ledger.conn.execute(f"DROP TABLE IF EXISTS {tables}")
+        create_postgres_ledger(ledger.conn.conn)
+        fill_ledger(ledger, first_turn_at, messages)
+        return
     ledger.conn.close()
     replacement = tmp_path / "other.sqlite3"
     schema.create_ledger(replacement)
     other = LedgerBuilder(replacement)
-    t = other.turn(other.session(id="S1"), id="T1", started_at=first_turn_at)
-    for i, text in enumerate(messages, start=1):
-        other.message(t, i, id=f"M{i}", content=text, created_at=first_turn_at)
+    fill_ledger(other, first_turn_at, messages)
     other.conn.close()
     for suffix in ("-wal", "-shm"):
         if os.path.exists(f"{ledger.path}{suffix}"):
             os.remove(f"{ledger.path}{suffix}")
     os.replace(replacement, ledger.path)
     use_ledger(ledger.path)
+
+
+def fill_ledger(ledger, first_turn_at: int, messages: list[str]) -> None:
+    t = ledger.turn(ledger.session(id="S1"), id="T1", started_at=first_turn_at)
+    for i, text in enumerate(messages, start=1):
+        ledger.message(t, i, id=f"M{i}", content=text, created_at=first_turn_at)
 
 
 def test_a_row_stuck_for_a_day_is_not_read_again_at_every_step(viewer_client, ledger):

@@ -1,7 +1,7 @@
 """Build the search index: every ledger row not indexed yet, with a progress bar. Safe to stop
 (Ctrl-C) and run again: each batch is committed with its high-water mark."""
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from ledgerweb.sqlite import longer_time_limit
@@ -17,6 +17,12 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, rebuild=False, verbosity=1, **options):
+        try:
+            self._index(rebuild, verbosity)
+        except indexer.RowidsMissing as error:
+            raise CommandError(str(error)) from None
+
+    def _index(self, rebuild: bool, verbosity: int) -> None:
         with longer_time_limit(60_000):
             if rebuild:
                 indexer.rebuild()
