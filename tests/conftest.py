@@ -21,6 +21,7 @@ from builders import LedgerBuilder, use_ledger
 from django.test import TestCase
 from pg_ledger import (  # noqa: F401 - the --ledger-backend fixtures
     PostgresLedgers,
+    central,
     postgres_database,
     pytest_collection_modifyitems,
 )

@@ -37,6 +37,17 @@ def postgres_database(postgres) -> str:
     return postgres.create_database(f"test_{next(_serial)}")
 
 
+@pytest.fixture
+def central(postgres_database, settings):
+    """The ledger aliases on a new, empty PostgreSQL database for one test, then back."""
+    from builders import use_ledger
+
+    original = settings.LEDGER_DB
+    use_ledger(postgres_database)
+    yield postgres_database
+    use_ledger(original)
+
+
 # Tests that fail on a PostgreSQL ledger, each with why: marked as expected failures on the
 # PostgreSQL pass (strict: one that starts passing fails, so this list stays true).
 SETS_JOURNAL_MODE = "the test sets SQLite's journal mode (PRAGMA): PostgreSQL has none"

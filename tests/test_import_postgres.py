@@ -10,8 +10,6 @@ import sqlite3
 
 import psycopg
 import pytest
-from builders import use_ledger
-from django.conf import settings
 from importing import IMPORT_FIXTURES, comparable_rows, run_import
 
 from ledgerfacts import schema
@@ -131,28 +129,19 @@ def test_a_value_postgresql_cannot_hold_leaves_its_session_out_and_says_which(
         ]
 
 
-@pytest.fixture
-def configured_postgres_ledger(postgres_database):
-    """LEDGER_DB is the PostgreSQL database for one test, then back where it was."""
-    original = settings.LEDGER_DB
-    use_ledger(postgres_database)
-    yield postgres_database
-    use_ledger(original)
-
-
 @pytest.mark.django_db(transaction=True, databases="__all__")
-def test_without_ledger_option_it_imports_into_the_configured_postgres_ledger_and_pages_show_it(
-    configured_postgres_ledger, viewer_client
+def test_without_ledger_option_it_imports_into_the_central_ledger_and_pages_show_it(
+    central, viewer_client
 ):
-    with pg(configured_postgres_ledger) as central:
-        create_postgres_ledger(central)
+    with pg(central) as conn:
+        create_postgres_ledger(conn)
     out = run_import("claude-code", *INPUTS["claude-code"])
     assert "Created" not in out
     assert re.search(r"Imported claude-code into postgres://\S+/test_\d+", out)
     listed = viewer_client.get("/sessions/?format=json").json()["sessions"]
-    with pg(configured_postgres_ledger) as central:
-        assert central.execute("SELECT count(*) FROM sessions").fetchone() == (len(listed),)
-        (session_id, label, turns) = central.execute(
+    with pg(central) as conn:
+        assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (len(listed),)
+        (session_id, label, turns) = conn.execute(
             "SELECT s.id, s.label, count(t.id) FROM sessions s JOIN turns t ON t.session_id = s.id"
             " GROUP BY s.id, s.label ORDER BY count(t.id) DESC LIMIT 1"
         ).fetchone()

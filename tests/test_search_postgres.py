@@ -8,8 +8,7 @@ from io import StringIO
 
 import psycopg
 import pytest
-from builders import T0, LedgerBuilder, parse_html, use_ledger
-from django.conf import settings
+from builders import T0, LedgerBuilder, parse_html
 from django.core.management import CommandError, call_command
 from django.db import connections
 
@@ -34,15 +33,6 @@ from sessions.models import Session
 
 pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
 URL = "/search/"
-
-
-@pytest.fixture
-def central(postgres_database):
-    """The ledger aliases on a new, empty PostgreSQL database for one test, then back."""
-    original = settings.LEDGER_DB
-    use_ledger(postgres_database)
-    yield postgres_database
-    use_ledger(original)
 
 
 def found_ids(client, q: str) -> set[str]:

@@ -13,7 +13,7 @@
 -- Commit order: an identity value is handed out at insert, but concurrent writers may commit in
 -- another order, and a `rowid > mark` scan would then pass over a row committed late. So every
 -- writer of a PostgreSQL ledger takes one advisory lock for each write transaction
--- (pg_schema.ROWID_ORDER_LOCK: ledger_ship, ledger_import, a fork): rows become visible in rowid
+-- (ledgerfacts/dbapi.py ROWID_ORDER_LOCK: ledger_ship, ledger_import, a fork): rows become visible in rowid
 -- order. Another program writing the ledger directly must take it too.
 
 ALTER TABLE IF EXISTS sessions ADD COLUMN IF NOT EXISTS
