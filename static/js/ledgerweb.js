@@ -23,7 +23,13 @@
     if (!window.Plotly) return;
     root.querySelectorAll("[data-figure]").forEach(function (target) {
       var figure = JSON.parse(target.dataset.figure);
-      var config = Object.assign({ responsive: true, displaylogo: false }, figure.config || {});
+      // On a phone Plotly's toolbar (zoom, pan, download) covers the legend above the plot, and
+      // a tap on the chart shows it: there, no toolbar.
+      var narrow = window.matchMedia("(max-width: 700px)").matches;
+      var config = Object.assign(
+        { responsive: true, displaylogo: false, displayModeBar: narrow ? false : "hover" },
+        figure.config || {}
+      );
       window.Plotly.react(target, figure.data || [], themed(figure.layout || {}), config).then(function () {
         // A bar that carries a request-list URL opens it: the chart is a way in.
         target.removeAllListeners && target.removeAllListeners("plotly_click");

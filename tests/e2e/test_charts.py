@@ -64,3 +64,20 @@ def test_on_a_phone_the_dashboard_does_not_scroll_sideways(
     expect(page.locator("#chart-hooks .main-svg").first).to_be_visible()
     page.wait_for_load_state("networkidle")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_on_a_phone_a_tap_on_a_chart_shows_no_toolbar_over_its_legend(
+    page, live_server, viewer, failures_without_a_stage, sign_in
+):
+    sign_in("vera", next_url=f"/pipeline/?{WINDOW}")
+    chart = page.locator("#chart-failures .main-svg").first
+    expect(chart).to_be_visible()
+    chart.hover()
+    expect(page.locator("#chart-failures .modebar")).to_have_count(1)  # a desktop has it
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.reload()
+    expect(chart).to_be_visible()
+    page.wait_for_load_state("networkidle")
+    box = chart.bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + 10)
+    expect(page.locator("#chart-failures .modebar")).to_have_count(0)
