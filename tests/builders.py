@@ -47,6 +47,8 @@ class LedgerBuilder:
         else:
             self.conn = sqlite3.connect(path, isolation_level=None)
         self._ids = count(1)
+        # Requests a PostgreSQL ledger cannot hold, left out as ledger_ship leaves them out.
+        self.left_out: list[str] = []
 
     def _id(self, prefix: str) -> str:
         return f"{prefix}{next(self._ids):06d}"
@@ -57,6 +59,9 @@ class LedgerBuilder:
         values = list(row.values())
         if isinstance(self.conn, PostgresConnection):
             values = self.conn.fit(table, row)
+            if values is None:
+                self.left_out.append(row["id"])
+                return row
         self.conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", values)
         return row
 
