@@ -11,10 +11,14 @@ import re
 import shutil
 import sqlite3
 from collections import Counter, deque
+from io import StringIO
 from urllib.parse import quote, urlencode, urlsplit
 
 import pytest
 from builders import T0, use_ledger
+from django.conf import settings
+from django.core.management import call_command
+from pg_ledger import PostgresConnection
 from playwright.sync_api import expect
 from walker import (
     COLLECT_CONTROLS,
@@ -29,6 +33,7 @@ from walker import (
 
 from demo.build import build_demo_ledger
 from ledgerfacts.timestamps import now_ms
+from ledgerweb.db import ledger_name
 
 pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
 
@@ -57,13 +62,33 @@ def demo_file(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="session")
+def shipped_demo(demo_file, postgres_ledgers) -> str:
+    """The PostgreSQL pass's demo ledger: demo_file as ledger_ship stores it in a central ledger
+    (it fails on any row left out), in a template database each test copies."""
+
+    def ship(url: str) -> None:
+        call_command("ledger_ship", str(demo_file), "--to", url, "--host", "demo",
+                     stdout=StringIO(), stderr=StringIO())  # fmt: skip
+
+    return postgres_ledgers.template("shipped_demo", ship)
+
+
 @pytest.fixture
-def demo(demo_file, tmp_path):
-    """This test's copy of the demo ledger (a fork written here stays here), and a reader."""
-    copy = tmp_path / "demo.sqlite3"
-    shutil.copyfile(demo_file, copy)
-    use_ledger(copy)
-    conn = sqlite3.connect(f"file:{copy}?mode=ro", uri=True)
+def demo(request, demo_file, tmp_path):
+    """This test's copy of the demo ledger (a fork written here stays here), and a reader: a
+    SQLite file, or on the PostgreSQL pass (--ledger-backend=postgres) a PostgreSQL database."""
+    if request.config.getoption("--ledger-backend") == "postgres":
+        url = request.getfixturevalue("postgres_ledgers").fresh(
+            request.getfixturevalue("shipped_demo")
+        )
+        use_ledger(url)
+        conn = PostgresConnection(url)
+    else:
+        copy = tmp_path / "demo.sqlite3"
+        shutil.copyfile(demo_file, copy)
+        use_ledger(copy)
+        conn = sqlite3.connect(f"file:{copy}?mode=ro", uri=True)
     yield conn
     conn.close()
 
@@ -128,6 +153,18 @@ def seed_pages(conn) -> list[str]:
             "/accounts/login/", "/healthz", "/search/?q=error"]  # fmt: skip
 
 
+# Pages not walked on a PostgreSQL ledger, and why (the walk says how many controls it left).
+NOT_WALKED_ON_POSTGRES = {
+    "search:search": "search indexes a ledger by SQLite's rowid: not built for a PostgreSQL"
+    " ledger yet (issue 19)",
+}
+
+
+def not_walked(request) -> dict[str, str]:
+    on_postgres = request.config.getoption("--ledger-backend") == "postgres"
+    return NOT_WALKED_ON_POSTGRES if on_postgres else {}
+
+
 def worth_visiting(url: str, visited: dict, walker: Walker) -> bool:
     """A page of a kind not opened yet (one of each kind), HTML, ours, not logging out."""
     if not url.startswith(walker.base) or "/accounts/logout" in url:
@@ -135,6 +172,8 @@ def worth_visiting(url: str, visited: dict, walker: Walker) -> bool:
     if query_of(url).get("format") == "json" or urlsplit(url).path.endswith(".json"):
         return False
     pattern = pattern_of(url)
+    if pattern in walker.not_walked:
+        return False
     if pattern.startswith("admin:"):
         admin_pages = sum(n for p, n in visited.items() if p.startswith("admin:"))
         return (
@@ -166,14 +205,19 @@ def check_json_twin(walker: Walker, url: str) -> None:
         walker.json(with_query(url, format="json"), url)
 
 
-def test_the_walker_follows_every_control_on_every_page(page, live_server, operator, demo, sign_in):
+def test_the_walker_follows_every_control_on_every_page(
+    page, live_server, operator, demo, sign_in, request
+):
     sign_in("otto")
-    walker = Walker(page.request, live_server.url)
+    # The walk is over this test's ledger (on the PostgreSQL pass: its database, by name).
+    expect(page.locator(".topbar")).to_contain_text(ledger_name(settings.LEDGER_DB))
+    walker = Walker(page.request, live_server.url, not_walked=not_walked(request))
     # Parts a page loads by itself (hx-trigger="load") may replace their trigger: record them.
     loaded_by_htmx = []
     page.on("request", lambda r: r.headers.get("hx-request") and loaded_by_htmx.append(
         Control.loaded_by_htmx(r.url, r.headers.get("hx-target", ""))))  # fmt: skip
-    queue = deque(live_server.url + path for path in seed_pages(demo))
+    seeds = [p for p in seed_pages(demo) if pattern_of(p) not in walker.not_walked]
+    queue = deque(live_server.url + path for path in seeds)
     visited = Counter(pattern_of(url) for url in queue)  # kinds opened or queued
     while queue and len(walker.visited) < MAX_PAGES:
         url = queue.popleft()
@@ -200,7 +244,7 @@ def test_the_walker_follows_every_control_on_every_page(page, live_server, opera
                 visited[pattern_of(control.url)] += 1  # one of each kind
                 queue.append(control.url)
     print("\n" + walker.summary())
-    unreached = CONTRACT - walker.reached
+    unreached = CONTRACT - walker.reached - set(walker.not_walked)
     unreached_line = [f"no page or control reaches {sorted(unreached)}"] if unreached else []
     assert walker.failures == [] and not unreached, "\n".join(walker.failures + unreached_line)
 
@@ -234,11 +278,11 @@ def write_odd_requests(ledger) -> None:
                        delivery_success=1)  # fmt: skip
 
 
-def test_chart_totals_hold_on_odd_rows(page, live_server, operator, ledger, sign_in):
+def test_chart_totals_hold_on_odd_rows(page, live_server, operator, ledger, sign_in, request):
     write_odd_requests(ledger)
     window = urlencode({"since": T0 - HOUR, "until": T0 + 2 * HOUR})
     sign_in("otto", next_url=f"/pipeline/?{window}")
-    walker = Walker(page.request, live_server.url)
+    walker = Walker(page.request, live_server.url, not_walked=not_walked(request))
     page.wait_for_load_state("networkidle")
     walker.visited.append(page.url)
     walker.check_controls(page.url, [Control(**c) for c in page.evaluate(COLLECT_CONTROLS)])

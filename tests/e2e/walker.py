@@ -126,6 +126,7 @@ class Walker:
     followed_keys: set = field(default_factory=set)
     reached: set = field(default_factory=set)  # URL patterns opened or followed
     follows: int = 0
+    not_walked: dict = field(default_factory=dict)  # URL pattern → why its pages are not
 
     # -- recording ------------------------------------------------------------------------------
 
@@ -137,6 +138,7 @@ class Walker:
 
     def summary(self) -> str:
         lines = [f"walker: {len(self.visited)} pages visited, {self.follows} controls followed"]
+        lines += [f"  not walked: {pattern}: {why}" for pattern, why in self.not_walked.items()]
         lines += [f"  {kind:<28} {n:>5}" for kind, n in sorted(self.counts.items())]
         lines += ["  pages (controls followed from each):"]
         lines += [f"    {self.followed_from[url]:>3} {self.short(url)}" for url in self.visited]
@@ -207,6 +209,9 @@ class Walker:
     def take(self, url: str, htmx: bool, kind: str) -> bool:
         """Whether to follow this request: internal, not logout, and the first of its kind."""
         if not url.startswith(self.base) or url.startswith(self.base + "/accounts/logout"):
+            return False
+        if pattern_of(url) in self.not_walked:
+            self.counts[f"not walked: {pattern_of(url)}"] += 1
             return False
         key = (kind, pattern_of(url), tuple(sorted(query_of(url))), htmx)
         if key in self.followed_keys or self.follows >= MAX_FOLLOWS:
