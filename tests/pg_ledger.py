@@ -176,9 +176,8 @@ class PostgresConnection:
 
     def fit(self, table: str, row: dict) -> list | None:
         """A row's values as the strict columns hold them (2.0 → 2, 1 → true), as ledger_ship
-        stores them. A request PostgreSQL cannot hold with the same meaning is left out (None),
-        as ledger_ship leaves it out; a session's row skips the test, saying which, since
-        ledger_ship then leaves out the whole session the test is about."""
+        stores them; None for a row PostgreSQL cannot hold with the same meaning, which
+        ledger_ship leaves out (`refused` says why)."""
         from importers.target import fit_for_postgres
         from ledgerfacts.schema import expected_columns
 
@@ -186,9 +185,8 @@ class PostgresConnection:
         try:
             return [fit_for_postgres(v, types[c], f"{table}.{c}") for c, v in row.items()]
         except ValueError as error:
-            if table == "nexus_requests":
-                return None
-            unstorable(error, "ledger_ship leaves out the whole session: ")
+            self.refused = error
+            return None
 
     def executemany(self, sql: str, rows):
         with self.conn.cursor() as cursor:
