@@ -94,18 +94,25 @@ DJANGO_STATE_TESTS := tests/test_state_db.py tests/test_rollups.py tests/test_su
 	tests/test_two_hosts.py::test_two_hosts_charting_the_same_hours_at_once_build_each_hour_once
 
 # The page, chart, admin and health tests a second time with each test's ledger in PostgreSQL
-# (tests/pg_ledger.py: a throwaway server; tests of data PostgreSQL cannot hold are skipped and
-# known failures marked, each saying why). Not yet: the live-writer soak, the walker.
+# (tests/pg_ledger.py: a throwaway server; the ledger holds what ledger_ship would store, tests
+# about values only SQLite holds are not run and known failures marked, each saying why). Not
+# yet: the live-writer soak.
 POSTGRES_LEDGER_TESTS = $(patsubst %,tests/test_%.py,session_list session_page tree_pages \
 	turn_and_thread turn_urls compare alternatives fork_markers failed_turns markdown_views tree \
 	request_page pipeline_pages pipeline_charts pipeline_stages cost_chart rollups costs \
 	turn_usage windows hostile_ledger admin health overview databases postgres_ledger \
 	import_command retention search search_index)
+# And in the browser: the walker over the demo ledger shipped into PostgreSQL by ledger_ship
+# (every page and control), and the journeys: session tree and fork, request page and live
+# mode, charts and their click-through, archiving, signing in, search (about 4 min).
+POSTGRES_BROWSER_TESTS = $(patsubst %,tests/e2e/test_%.py,walker sessions pipeline charts \
+	cost_bars archive_journey sign_in search_journeys)
 
 test: setup browser postgres
 	$(BIN)/pytest
 	$(BIN)/pytest -p no:cacheprovider --django-db=postgres $(DJANGO_STATE_TESTS)
-	$(BIN)/pytest -p no:cacheprovider --ledger-backend=postgres $(POSTGRES_LEDGER_TESTS)
+	$(BIN)/pytest -p no:cacheprovider --ledger-backend=postgres $(POSTGRES_LEDGER_TESTS) \
+	  $(POSTGRES_BROWSER_TESTS)
 
 # A live writer and browsing clients through gunicorn, in WAL then rollback-journal mode (each
 # phase SOAK_SECONDS long); SOAK_ARGS=--write-doc records the figures in docs/benchmarks.md.

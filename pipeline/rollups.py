@@ -119,7 +119,9 @@ FACTS = {
 }
 # The value as a number on both engines (PostgreSQL's json_each gives text, see
 # ledgerweb/sql/postgres/functions.sql); only numbers are cast, whatever order conditions run in.
-_TIMING = "CAST(CASE WHEN item.type IN ('integer', 'real') THEN item.value END AS DOUBLE PRECISION)"
+# {number} is DOUBLE PRECISION on SQLite (1e400 reads as Infinity, out of range) and NUMERIC on
+# PostgreSQL, whose DOUBLE PRECISION refuses 1e400 and would fail the whole query.
+_TIMING = "CAST(CASE WHEN item.type IN ('integer', 'real') THEN item.value END AS {number})"
 TIMINGS = f"""SELECT {_COLUMNS}, item.key, {_TIMING}, count(*)
     FROM nexus_requests, {{items}} AS item
     WHERE {{where}} AND item.type IN ('integer', 'real') AND {_TIMING} >= 0
@@ -753,7 +755,9 @@ def _raw_facts(kind: str, bucket_ms: int, where: str, params: list) -> list[tupl
 
 def _raw_timings(where: str, params: list) -> list[tuple]:
     items = sqlite.json_object_items("stage_timings")
-    return sqlite.rows(TIMINGS.format(bucket=_bucket(HOUR), where=where, items=items), params)
+    number = "NUMERIC" if dialect.on_postgres() else "DOUBLE PRECISION"
+    sql = TIMINGS.format(bucket=_bucket(HOUR), where=where, items=items, number=number)
+    return [(*row[:4], float(row[4]), row[5]) for row in sqlite.rows(sql, params)]
 
 
 def _arrays(rows) -> dict[tuple, tuple[np.ndarray, np.ndarray]]:

@@ -135,6 +135,12 @@ def postgres(request) -> PostgresServer:
     return server
 
 
+@pytest.fixture(scope="session")
+def postgres_ledgers(request) -> PostgresLedgers:
+    """The server of the PostgreSQL pass's ledgers (pytest --ledger-backend=postgres)."""
+    return request.config.stash[_postgres_key]
+
+
 @pytest.fixture
 def ledger() -> LedgerBuilder:
     """The current test's ledger (file or PostgreSQL database), with builders for its rows."""

@@ -87,13 +87,24 @@ def report_the_worst_response(request):
 
 @pytest.fixture
 def broken(ledger):
+    ledger.leaves_out_sessions = True  # on PostgreSQL, as ledger_ship: see skip_if_left_out
     build_broken_ledger(ledger)
     return ledger
+
+
+def skip_if_left_out(broken, url: str) -> None:
+    """A PostgreSQL ledger holds what ledger_ship stores: not session S1 (a turn's time is the
+    text 'yesterday'), nor requests R5 and R6 (a REAL or text time, a flag of 2 or 'true'). Their
+    pages are not there to test; every other page is."""
+    gone = [i for i in broken.left_out if f"/{i}/" in url]
+    if gone:
+        pytest.skip(f"a PostgreSQL ledger cannot hold {', '.join(gone)}: ledger_ship leaves it out")
 
 
 @LEDGER_DB
 @pytest.mark.parametrize("url", BROKEN_PAGES)
 def test_every_page_of_a_broken_ledger_answers_and_stays_inert(admin_client, broken, url):
+    skip_if_left_out(broken, url)
     response = crawl(admin_client, "broken", url)
     assert response.status_code == 200, (url, response.status_code)
     body = assert_inert(response, url)
@@ -103,6 +114,7 @@ def test_every_page_of_a_broken_ledger_answers_and_stays_inert(admin_client, bro
 
 @LEDGER_DB
 def test_the_broken_session_says_what_is_wrong(admin_client, broken):
+    skip_if_left_out(broken, "/sessions/S1/")
     page = admin_client.get("/sessions/S1/").content.decode()
     for problem in ("loops back on itself", "does not exist", "the session head is not a leaf",
                     "unknown turn status", "(seconds?)"):  # fmt: skip
@@ -111,6 +123,7 @@ def test_the_broken_session_says_what_is_wrong(admin_client, broken):
 
 @LEDGER_DB
 def test_a_turn_written_in_seconds_is_flagged_where_its_time_is_shown(admin_client, broken):
+    skip_if_left_out(broken, "/sessions/S1/")
     page = admin_client.get("/sessions/S1/turns/T3/").content.decode()
     assert "(seconds?)" in page
     assert "1970" not in page  # not read as milliseconds after the epoch
@@ -137,6 +150,7 @@ def test_payloads_in_hook_names_and_snapshot_keys_are_shown_as_text(admin_client
 
 @LEDGER_DB
 def test_control_characters_are_shown_as_symbols(admin_client, broken):
+    skip_if_left_out(broken, "/sessions/S1/")  # its label
     page = admin_client.get("/sessions/").content.decode()
     assert "\x07" not in page and "␇bell" in page
     data = admin_client.get("/sessions/?format=json&status=all").json()

@@ -513,9 +513,12 @@ def test_list_rows_show_each_request_escaped_and_link_to_it(viewer_client, ledge
     assert cells[3:6] == ["—", "runAgent", "1.5 s"]
     assert cells[6] == ""  # no agent tokens: no cost
     assert cells[7] == f"runAgent: {evil} timed out"  # the first line only
-    weird = rows[reverse("pipeline:request", args=["R2"])]
-    assert weird.get("class") == "status-row-weird-b"
-    assert "(not a time)" in "".join(weird.itertext())  # a text started_at, said so
+    if "R2" in ledger.left_out:  # a PostgreSQL ledger holds no text time: ledger_ship leaves R2 out
+        assert reverse("pipeline:request", args=["R2"]) not in rows
+    else:
+        weird = rows[reverse("pipeline:request", args=["R2"])]
+        assert weird.get("class") == "status-row-weird-b"
+        assert "(not a time)" in "".join(weird.itertext())  # a text started_at, said so
     assert "<img src=x" not in page
     assert viewer_client.get(reverse("pipeline:request", args=["R/1 <x>"])).status_code == 200
 

@@ -109,7 +109,11 @@ def test_every_chart_from_stored_hours_equals_the_chart_read_live(
     monkeypatch.setattr(rollups, "BUILD_BUDGET_S", 0)  # nothing built: every hour read live
     live = every_chart(viewer_client, WINDOW + filters)
     assert not stored_hours()
-    assert live["cost"]["total"]["priced"] and live["cost"]["total"]["unpriced"]
+    assert live["cost"]["total"]["unpriced"]
+    # On a PostgreSQL ledger, ledger_ship leaves out the 4 in 5 of these rows it cannot hold (a
+    # REAL or text count, a flag of 2: tests/pg_ledger.py); imessage × scout keeps none priced.
+    narrowest_on_postgres = ledger.left_out and filters == "&source=imessage&persona=scout"
+    assert live["cost"]["total"]["priced"] or narrowest_on_postgres
 
     monkeypatch.setattr(rollups, "BUILD_BUDGET_S", 60)
     every_chart(viewer_client, WINDOW + filters)  # builds the hours
@@ -180,7 +184,8 @@ def test_a_stored_hour_is_read_again_when_rows_arrive_or_leave(viewer_client, le
 
     ledger.request(id="LATE", started_at=hour + 5, status="failed", error_stage="runAgent")
     ledger.conn.execute(  # retention-like: rows of another stored hour leave
-        "DELETE FROM nexus_requests WHERE started_at >= ? AND started_at < ? AND rowid % 2 = 0",
+        "DELETE FROM nexus_requests WHERE started_at >= ? AND started_at < ?"
+        " AND CAST(substr(id, 2) AS INTEGER) % 2 = 0",  # every other row (ids R000001…)
         (T0 + 7 * H, T0 + 8 * H),
     )
     assert hourly_totals(viewer_client) == ledger_hourly_totals(ledger)
@@ -265,8 +270,9 @@ def test_the_top_principals_are_exact_when_the_live_part_changes_the_order(viewe
 # -- Stored hours are tied to this ledger and to each hour's content ---------------------------
 
 
-# The first completed request of an hour (bound: the hour's start and end).
-FIRST_COMPLETED = """rowid = (SELECT min(rowid) FROM nexus_requests
+# The first completed request of an hour (bound: the hour's start and end). By id, not rowid
+# (which a PostgreSQL ledger has not): the builders' ids count up as rows are written.
+FIRST_COMPLETED = """id = (SELECT min(id) FROM nexus_requests
     WHERE status = 'completed' AND started_at >= ? AND started_at < ?)"""
 
 
@@ -347,7 +353,10 @@ def test_the_content_checksum_covers_every_column_the_facts_read():
 
     items = sqlite.json_object_items("stage_timings")  # as rollups._raw_timings reads them
     queries = " ".join(
-        [*rollups.FACTS.values(), rollups.TIMINGS.format(items=items, where="", bucket="")]
+        [
+            *rollups.FACTS.values(),
+            rollups.TIMINGS.format(items=items, where="", bucket="", number=""),
+        ]
     )
     read = {
         column.name

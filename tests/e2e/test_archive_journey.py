@@ -2,7 +2,6 @@
 preview that tells each session apart, and restores one; last activity never moves."""
 
 import re
-import sqlite3
 
 import pytest
 from builders import T0
@@ -16,8 +15,7 @@ DAY = 86_400_000
 
 
 def last_activity(ledger) -> dict[str, int]:
-    with sqlite3.connect(ledger.path) as conn:
-        return dict(conn.execute("SELECT id, updated_at FROM sessions"))
+    return dict(ledger.conn.execute("SELECT id, updated_at FROM sessions").fetchall())
 
 
 def test_an_operator_archives_idle_sessions_and_they_leave_the_list(

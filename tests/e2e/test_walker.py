@@ -11,10 +11,14 @@ import re
 import shutil
 import sqlite3
 from collections import Counter, deque
+from io import StringIO
 from urllib.parse import quote, urlencode, urlsplit
 
 import pytest
 from builders import T0, use_ledger
+from django.conf import settings
+from django.core.management import call_command
+from pg_ledger import PostgresConnection
 from playwright.sync_api import expect
 from walker import (
     COLLECT_CONTROLS,
@@ -29,6 +33,7 @@ from walker import (
 
 from demo.build import build_demo_ledger
 from ledgerfacts.timestamps import now_ms
+from ledgerweb.db import ledger_name
 
 pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
 
@@ -57,13 +62,33 @@ def demo_file(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="session")
+def shipped_demo(demo_file, postgres_ledgers) -> str:
+    """The PostgreSQL pass's demo ledger: demo_file as ledger_ship stores it in a central ledger
+    (it fails on any row left out), in a template database each test copies."""
+
+    def ship(url: str) -> None:
+        call_command("ledger_ship", str(demo_file), "--to", url, "--host", "demo",
+                     stdout=StringIO(), stderr=StringIO())  # fmt: skip
+
+    return postgres_ledgers.template("shipped_demo", ship)
+
+
 @pytest.fixture
-def demo(demo_file, tmp_path):
-    """This test's copy of the demo ledger (a fork written here stays here), and a reader."""
-    copy = tmp_path / "demo.sqlite3"
-    shutil.copyfile(demo_file, copy)
-    use_ledger(copy)
-    conn = sqlite3.connect(f"file:{copy}?mode=ro", uri=True)
+def demo(request, demo_file, tmp_path):
+    """This test's copy of the demo ledger (a fork written here stays here), and a reader: a
+    SQLite file, or on the PostgreSQL pass (--ledger-backend=postgres) a PostgreSQL database."""
+    if request.config.getoption("--ledger-backend") == "postgres":
+        url = request.getfixturevalue("postgres_ledgers").fresh(
+            request.getfixturevalue("shipped_demo")
+        )
+        use_ledger(url)
+        conn = PostgresConnection(url)
+    else:
+        copy = tmp_path / "demo.sqlite3"
+        shutil.copyfile(demo_file, copy)
+        use_ledger(copy)
+        conn = sqlite3.connect(f"file:{copy}?mode=ro", uri=True)
     yield conn
     conn.close()
 
@@ -168,6 +193,8 @@ def check_json_twin(walker: Walker, url: str) -> None:
 
 def test_the_walker_follows_every_control_on_every_page(page, live_server, operator, demo, sign_in):
     sign_in("otto")
+    # The walk is over this test's ledger (on the PostgreSQL pass: its database, by name).
+    expect(page.locator(".topbar")).to_contain_text(ledger_name(settings.LEDGER_DB))
     walker = Walker(page.request, live_server.url)
     # Parts a page loads by itself (hx-trigger="load") may replace their trigger: record them.
     loaded_by_htmx = []
