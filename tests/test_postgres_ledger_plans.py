@@ -1,0 +1,32 @@
+"""What a PostgreSQL ledger's planner is told, so that its pages look rows up by index.
+
+Found with `make bench` (bench/postgres_ledger_bench.py): a list of ids given as JSON was guessed
+to hold 200 values, so the planner scanned every turn to find a session's few (~75 ms against
+~1 ms on the bench ledger's 400,000 turns).
+"""
+
+from test_postgres_ledger import ON_POSTGRES, pg_ledger  # noqa: F401 (the fixture)
+
+from ledgerweb import sqlite
+
+pytestmark = ON_POSTGRES
+
+
+def test_a_list_of_ids_tells_the_planner_how_many_it_holds(pg_ledger):  # noqa: F811
+    listed, params = sqlite.in_list(["T000001", "T000002", "T000003"])
+    ((plan,),) = sqlite.rows(f"EXPLAIN (FORMAT JSON) SELECT value FROM {listed} AS ids", params)
+    assert plan[0]["Plan"]["Plan Rows"] == 3
+
+
+def test_a_list_of_ids_finds_exactly_its_rows_whatever_the_ids(pg_ledger):  # noqa: F811
+    pg_ledger.session(id="S1")
+    pg_ledger.session(id="S2")
+
+    def found(sql: str, ids: list) -> list:
+        listed, params = sqlite.in_list(ids)
+        return [value for (value,) in sqlite.rows(sql.format(listed), params)]
+
+    sessions = "SELECT id FROM sessions WHERE id IN {} ORDER BY id"
+    assert found(sessions, ["S2", "nowhere", "S1"]) == ["S1", "S2"]
+    assert found(sessions, []) == []
+    assert found("SELECT n FROM (VALUES (1), (2), (3)) AS t(n) WHERE n IN {}", [3, 9]) == [3]
