@@ -46,6 +46,26 @@ WINDOW_30D = 30 * 86_400_000
 # Targets (ms) as on SQLite (docs/benchmarks.md, the sessions and pipeline sections).
 TARGET_LIST, TARGET_REQUEST, TARGET_SESSION, TARGET_TURN, TARGET_30D = 150, 50, 500, 200, 2000
 SLOW_MS = 3000  # a page slower than this in warm-up is timed --slow-runs times
+READING = """\
+Reading: on the same rows PostgreSQL runs the same number of ledger queries for every page, and
+answers the lists, the request page, the session page and the charts, while the ledger is
+unchanged, within about 1-2 times SQLite's time. What costs more is what a worker works out
+again after a commit, and on PostgreSQL every write anywhere on the server is one (a
+`ledger_ship` from any host): the charts' plan re-reads the hourly census (count and id hashes,
+from the `started_at` index, which includes the id on PostgreSQL as SQLite's holds the rowid)
+and looks up the ledger's anchor (`rollups._newest_request`: on PostgreSQL its typeof tests make
+the planner expect a long search and start parallel workers to find one row, ~25 ms; not
+changed yet). The "after a commit" chart rows are the worst case, a commit before every chart;
+a browser loads the 8 charts after one commit, and the plan made for the first is kept for the
+other 7. After a commit the session page lays out its 5,184-turn tree again: on PostgreSQL
+~40 ms more SQL (the counts of 30,000 tool calls fetch each row for its status). Shipping goes
+through the importers' writer session by session, one transaction each. The chart hours took
+~3.5 times as long to build on PostgreSQL (not profiled). Before this bench found them, three
+things made a PostgreSQL ledger far slower or broken (docs/decisions.md): lists of ids read
+with json_each scanned whole tables (~75 ms a query), the JSON functions failed in parallel
+plans (no chart hour could be built), and the census read every row (2.6 s a chart after a
+commit).
+"""
 
 
 # -- The pages -----------------------------------------------------------------------------------
@@ -339,7 +359,8 @@ def doc(rows, args, before, seconds, shipping, rollups, built) -> str:
 - Targets as on SQLite, met when the p95 is below.
 
 {table(rows)}
-"""
+
+{READING}"""
 
 
 def main() -> None:
