@@ -119,7 +119,7 @@ soak: setup
 # of checking the charts' stored hours (bench/rollup_checks.py, on the pipeline bench's ledger),
 # and the first look at that ledger on a fresh install, the summariser running (bench/first_look.py).
 # Last, that ledger shipped into a throwaway PostgreSQL and the same pages timed on both
-# (bench/postgres_ledger_bench.py, ~25 minutes on 2 cores).
+# (bench/postgres_ledger_bench.py, ~16-20 minutes on 2 cores).
 bench: $(VENV)/.installed-bench postgres
 	$(PY) -m bench.scale_bench --write-doc $(BENCH_ARGS)
 	$(PY) -m bench.rollup_checks --write-doc
