@@ -100,7 +100,8 @@ def _plain_default(default: str | None) -> str | None:
 
 
 def postgres_indexes(conn) -> dict[str, tuple[str, tuple[tuple[str, bool], ...]]]:
-    """Index name → (table, ((column, descending), …)), primary keys left out."""
+    """Index name → (table, ((column, descending), …)), primary keys left out; key columns
+    only, as sqlite_indexes (an INCLUDE column is PostgreSQL's counterpart of SQLite's rowid)."""
     found = conn.execute(
         """
         SELECT i.relname, t.relname, pg_get_indexdef(x.indexrelid, k, true),
@@ -108,7 +109,7 @@ def postgres_indexes(conn) -> dict[str, tuple[str, tuple[tuple[str, bool], ...]]
         FROM pg_index x
         JOIN pg_class i ON i.oid = x.indexrelid
         JOIN pg_class t ON t.oid = x.indrelid
-        CROSS JOIN LATERAL generate_series(1, x.indnatts) AS k
+        CROSS JOIN LATERAL generate_series(1, x.indnkeyatts) AS k
         WHERE t.relnamespace = current_schema()::regnamespace AND NOT x.indisprimary
         ORDER BY i.relname, k"""
     ).fetchall()

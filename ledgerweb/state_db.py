@@ -78,14 +78,7 @@ def on_postgres() -> bool:
 def in_list(values) -> tuple[str, list]:
     """SQL and parameter for `column IN <this>` in ledgerweb's own database, over any number of
     values, as ONE bound parameter so a query's text does not grow with the list: a JSON array
-    on SQLite (ledgerweb.sqlite.in_list), an array on PostgreSQL."""
+    on SQLite, an array on PostgreSQL (ledgerweb.sqlite.in_list)."""
     from ledgerweb import sqlite
 
-    values = list(values)
-    if not on_postgres():
-        return sqlite.in_list(values)
-    if not values:  # an empty array has no type to unnest
-        return "(NULL)", []
-    if all(isinstance(v, int) for v in values):
-        return "(SELECT unnest(%s::bigint[]))", [values]
-    return "(SELECT unnest(%s::text[]))", [[str(v) for v in values]]
+    return sqlite.in_list(values, alias="default")

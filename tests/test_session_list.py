@@ -231,6 +231,17 @@ def test_the_channel_filter_keeps_the_forks_and_subagents_of_its_sessions(
     assert listed(viewer_client, "channel=imessage") == indexed
 
 
+def test_the_channel_filter_offers_a_channel_whose_name_extends_another(viewer_client, ledger):
+    """'ab-x:1' sorts before 'ab:1' but its channel after 'ab': every channel is still found (on
+    PostgreSQL the skip-scan once sorted by the channel, not the key, and lost 'ab-x')."""
+    ledger.session(id="S-ab", routing_key="ab:1")
+    ledger.session(id="S-abx", routing_key="ab-x:1")
+    page = viewer_client.get("/sessions/").content
+    options = parse_html(page).iterfind(".//select[@id='f-channel']/option")
+    assert [o.get("value") for o in options] == ["", "ab-x", "ab"]
+    assert listed(viewer_client, "channel=ab-x") == ["S-abx"]
+
+
 def test_the_channel_filter_is_one_bounded_query_on_a_page(
     viewer_client, family, django_assert_max_num_queries
 ):

@@ -19,9 +19,11 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 $$;
 
 -- The JSON document in a text, or NULL when it is not valid JSON (PostgreSQL 15 has no
--- non-raising test; 16's IS JSON would do).
+-- non-raising test; 16's IS JSON would do). PARALLEL UNSAFE, and so every function calling it:
+-- its EXCEPTION block starts a subtransaction, which a parallel plan (a big ledger's
+-- aggregates) refuses with an error that fails the whole query.
 CREATE OR REPLACE FUNCTION ledger_jsonb(value text) RETURNS jsonb
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE AS $$
 BEGIN
     RETURN value::jsonb;
 EXCEPTION WHEN others THEN
@@ -30,7 +32,7 @@ END
 $$;
 
 CREATE OR REPLACE FUNCTION json_valid(value text) RETURNS boolean
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE sql IMMUTABLE PARALLEL UNSAFE AS $$
     SELECT value IS NOT NULL AND ledger_jsonb(value) IS NOT NULL
 $$;
 
@@ -53,19 +55,19 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 $$;
 
 CREATE OR REPLACE FUNCTION json_type(value text) RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE sql IMMUTABLE PARALLEL UNSAFE AS $$
     SELECT ledger_json_type(ledger_jsonb(value))
 $$;
 
 CREATE OR REPLACE FUNCTION json_type(value text, path text) RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE sql IMMUTABLE PARALLEL UNSAFE AS $$
     SELECT ledger_json_type(ledger_jsonb(value) #> ledger_json_path(path))
 $$;
 
 -- json_extract: a scalar as text (SQLite gives the number; ledgerweb reads text and casts),
 -- an object or array as its JSON text.
 CREATE OR REPLACE FUNCTION json_extract(value text, path text) RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE sql IMMUTABLE PARALLEL UNSAFE AS $$
     SELECT ledger_jsonb(value) #>> ledger_json_path(path)
 $$;
 
@@ -73,7 +75,7 @@ $$;
 -- json_extract), type (SQLite's names). Empty for NULL, invalid JSON or a scalar.
 CREATE OR REPLACE FUNCTION json_each(value text)
 RETURNS TABLE (key text, value text, type text)
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE sql IMMUTABLE PARALLEL UNSAFE AS $$
     SELECT NULL::text, item #>> '{}', ledger_json_type(item)
     FROM jsonb_array_elements(CASE WHEN jsonb_typeof(ledger_jsonb(json_each.value)) = 'array'
                                    THEN ledger_jsonb(json_each.value) ELSE '[]' END) AS item
