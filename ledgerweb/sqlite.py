@@ -308,12 +308,6 @@ def in_list(ids, alias: str = LEDGER) -> tuple[str, list]:
     return "(SELECT unnest(%s::text[]) AS value)", [[str(v) for v in ids]]
 
 
-def in_rowid_list(rowids) -> tuple[str, list[str]]:
-    """in_list for integers (rowids): PostgreSQL's json_each gives text, which a BIGINT column
-    does not compare with; the CAST changes nothing on SQLite."""
-    return "(SELECT CAST(value AS BIGINT) FROM json_each(%s))", [json.dumps(list(rowids))]
-
-
 def json_array_has(column: str) -> str:
     """SQL true when `column` is a JSON array holding the bound parameter: exact, and safe on
     invalid JSON (json_each would abort the whole query, so it only runs on valid arrays). A

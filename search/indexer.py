@@ -283,7 +283,7 @@ def _docs(source: Source, row: tuple) -> list[engine.Doc]:
 def read_chunk(source: Source, field: int, offset: int, rowids: list[int]) -> dict[int, str]:
     """One field's text at one byte offset (a chunk of a huge value), of rows by rowid."""
     name = source.columns[field].split(".")[1]
-    listed, params = sqlite.in_rowid_list(rowids)
+    listed, params = sqlite.in_list(rowids)
     found = sqlite.rows(
         f"SELECT rowid, substr({dialect.as_bytes(name)}, %s, %s) FROM {source.table} "
         f"WHERE rowid IN {listed}",
@@ -297,7 +297,7 @@ def read_rows(kind: str, rowids: list[int]) -> dict[int, LedgerRow]:
     source = BY_KIND[kind]
     if source.table not in sqlite.table_names():
         return {}
-    listed, params = sqlite.in_rowid_list(rowids)
+    listed, params = sqlite.in_list(rowids)
     rows = sqlite.rows(source.select(f"{source.alias}.rowid IN {listed}"), params)
     return {row[0]: LedgerRow.of(source, row) for row in rows}
 
@@ -411,7 +411,7 @@ def _changed_open_rows(sources: list[Source]) -> dict[str, list[int]]:
         marks = indexed.get(source.kind)
         if not marks:
             continue
-        listed, params = sqlite.in_rowid_list(sorted(marks))
+        listed, params = sqlite.in_list(sorted(marks))
         rows = sqlite.rows(source.select(f"{source.alias}.rowid IN {listed}", heads=False), params)
         now = {row[0]: LedgerRow.of(source, row).open_mark() for row in rows}
         different = [src for src, mark in marks.items() if now.get(src, 0) != mark]
@@ -427,7 +427,7 @@ def _reindex_open(sources: list[Source], changed: dict[str, list[int]]) -> int:
         ids = changed.get(source.kind)
         if not ids:
             continue
-        listed, params = sqlite.in_rowid_list(ids)
+        listed, params = sqlite.in_list(ids)
         rows = sqlite.rows(source.select(f"{source.alias}.rowid IN {listed}"), params)
         engine.forget(source.kind, ids)
         engine.add([doc for row in rows for doc in _docs(source, row)])
