@@ -55,13 +55,16 @@ unchanged, within about 1-2 times SQLite's time. What costs more is what a worke
 again after a commit, and on PostgreSQL every write anywhere on the server is one (a
 `ledger_ship` from any host): the charts' plan re-reads the hourly census (count and id hashes,
 from the `started_at` index, which includes the id on PostgreSQL as SQLite's holds the rowid)
-and looks up the ledger's anchor (`rollups._newest_request`: on PostgreSQL its typeof tests make
-the planner expect a long search and start parallel workers to find one row, ~25 ms; not
-changed yet). The "after a commit" chart rows are the worst case, a commit before every chart;
+and looks up the ledger's anchor (`rollups._newest_request`: one step down the same index, since
+its typeof tests, which made PostgreSQL's planner start parallel workers to find one row, ~25
+ms, are left out on typed columns). The "after a commit" chart rows are the worst case, a commit
+before every chart (the one target missed on a quiet machine: their p95s summed on PostgreSQL);
 a browser loads the 8 charts after one commit, and the plan made for the first is kept for the
 other 7. After a commit the session page lays out its 5,184-turn tree again: on PostgreSQL
 ~40 ms more SQL (the counts of 30,000 tool calls fetch each row for its status). Shipping goes
-through the importers' writer session by session, one transaction each. The chart hours took
+through the importers' writer session by session, one transaction each (8,600 rows/s on a quiet
+machine, 11,300 in a run before every table had its rowid column and unique index, which search
+needs: rowids.sql). The chart hours took
 ~3.5 times as long to build on PostgreSQL (not profiled). Before this bench found them, three
 things made a PostgreSQL ledger far slower or broken (docs/decisions.md): lists of ids read
 with json_each scanned whole tables (~75 ms a query), the JSON functions failed in parallel
