@@ -49,16 +49,18 @@ class RetentionReport:
 
     def lines(self) -> list[str]:
         would = "would " if self.dry_run else ""
-        lines = [
-            f"{would}drop request_snapshot from {self.snapshots_dropped:,} requests",
-            f"{would}copy {self.archived:,} requests to the archive",
-            f"{would}remove {self.removed:,} archived requests from the live ledger",
-        ]
-        if self.kept_old:
+        lines = [f"{would}drop request_snapshot from {self.snapshots_dropped:,} requests"]
+        if self.kept_old:  # no archive: "would copy 0" would read as if nothing were old
+            keep = "would keep" if self.dry_run else "kept"
             lines.append(
-                f"kept {self.kept_old:,} requests past the delete age: retention cannot delete "
+                f"{keep} {self.kept_old:,} requests past the delete age: retention cannot delete "
                 "without an archive (pass --archive-to PATH or a postgres:// URL)"
             )
+        else:
+            lines += [
+                f"{would}copy {self.archived:,} requests to the archive",
+                f"{would}remove {self.removed:,} archived requests from the live ledger",
+            ]
         if self.kept_without_id:
             lines.append(
                 f"kept {self.kept_without_id:,} requests past the delete age that have no id: "

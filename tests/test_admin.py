@@ -226,6 +226,22 @@ def test_admins_see_the_retention_dry_run_and_nothing_changes(client, admin_user
     assert tuple(found) == ("{}",)
 
 
+def test_the_dry_run_says_old_requests_would_be_kept_without_an_archive(client, admin_user, ledger):
+    """The admin's dry run has no archive: it said "would copy 0 requests to the archive" and
+    "kept 1 …", as if nothing were old and something had been done."""
+    from ledgerfacts.timestamps import now_ms
+
+    ledger.request(id="OLD", started_at=now_ms() - 40 * 86_400_000)
+    client.force_login(admin_user)
+    page = client.get("/admin/pipeline/nexusrequest/retention/").content.decode()
+    items = [" ".join(li.split()) for li in re.findall(r"<li>(.*?)</li>", page, re.S)]
+    assert (
+        "would keep 1 requests past the delete age: retention cannot delete without an "
+        "archive (pass --archive-to PATH or a postgres:// URL)" in items
+    )
+    assert not any("would copy" in item or "kept" in item for item in items)
+
+
 def test_a_dry_run_past_its_time_limit_says_so_instead_of_failing(client, admin_user, monkeypatch):
     from pipeline import admin as pipeline_admin
     from pipeline.retention_db import TookTooLong
