@@ -621,7 +621,9 @@ def build_hour(key: str, hour: int, expected: int, digest: float) -> bool:
     at a time: the builder holds a lock on it in the database (an advisory lock, for its
     transaction). Another finding it taken builds nothing (False: the hour is read live, and
     built or found stored later); one that gets it after a build finds that build stored.
-    SQLite, one machine, keeps writing whole hours in one transaction of its own."""
+    On SQLite (one machine) an hour two workers meet is built by both, with the same result:
+    holding SQLite's one write lock through a build made other pages wait past the busy timeout
+    (bench/first_look.py: a chart answered 503 while the summariser ran)."""
     if not state_db.on_postgres():
         return _build_hour(key, hour, expected, digest)
     with transaction.atomic(using="default"), connections["default"].cursor() as cursor:
@@ -642,13 +644,13 @@ def _lock_space(key: str) -> int:
 
 @contextmanager
 def _one_at_a_time(name: str):
-    """On PostgreSQL, a transaction holding an advisory lock on `name`: processes of every host
-    take turns. SQLite's write transactions already take turns (IMMEDIATE)."""
-    if not state_db.on_postgres():
-        yield
-        return
-    with transaction.atomic(using="default"), connections["default"].cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, 0)", [_lock_space(name)])
+    """A transaction in which processes take turns: on PostgreSQL it holds an advisory lock on
+    `name` (processes of every host); on SQLite it holds the write lock from its start
+    (IMMEDIATE), so a worker sharing the file waits, then reads what the other wrote."""
+    with transaction.atomic(using="default"):
+        if state_db.on_postgres():
+            with connections["default"].cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s, 0)", [_lock_space(name)])
         yield
 
 
