@@ -73,15 +73,16 @@ demo: setup $(DEMO_LEDGER) migrate
 	SECRET_KEY=$$(cat var/secret-key) $(MANAGE) demo_admin
 	$(MAKE) --no-print-directory serve
 
-# The background summariser (ledger_rollup --follow) runs beside gunicorn and ends with it: it
-# builds the charts' hourly rollups so that no page view pays for them (docs/decisions.md).
+# The background process (ledger_background: the charts' hourly summaries, the health checks and
+# the other registered jobs) runs beside gunicorn and ends with it, so that no page view pays for
+# that work (background/__init__.py, docs/decisions.md).
 serve: migrate
 	@echo "Serving $(LEDGER_DB) on http://$(HOST):$(PORT)/"
-	SECRET_KEY=$$(cat var/secret-key) $(MANAGE) ledger_rollup --follow & summariser=$$!; \
-	trap 'kill $$summariser 2>/dev/null' EXIT INT TERM; \
+	SECRET_KEY=$$(cat var/secret-key) $(MANAGE) ledger_background & background=$$!; \
+	trap 'kill $$background 2>/dev/null' EXIT INT TERM; \
 	HTTPS=0 SECRET_KEY=$$(cat var/secret-key) $(BIN)/gunicorn ledgerweb.wsgi \
 	  --bind $(HOST):$(PORT) --workers 2 --access-logfile - --timeout 30; \
-	status=$$?; kill $$summariser 2>/dev/null; exit $$status
+	status=$$?; kill $$background 2>/dev/null; exit $$status
 
 # The tests of what ledgerweb keeps in its own database (rollups, charts, search, admin, sign-in
 # and lockouts, health, overview) run a second time with that database on a throwaway

@@ -47,9 +47,9 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 LEDGER_DB = ledger_location(env_str("LEDGER_DB"), VAR_DIR / "demo-ledger.sqlite3")
 # ledgerweb's own database: a SQLite file's path, or a PostgreSQL URL (ledgerweb/state_db.py).
 DJANGO_DB = env_str("DJANGO_DB").strip()
-# Held by the background summariser (ledger_rollup --follow) while it runs: pages then leave
-# the building of chart hours to it (pipeline/summariser.py). On PostgreSQL the summariser
-# holds a lock in the database instead, which every host sharing it sees.
+# Beside this path, one lock per ledger is held by the background process (ledger_background)
+# while it runs: pages then leave the building of chart hours to it (background/lock.py). On
+# PostgreSQL it holds a lock in the database instead, which every host sharing it sees.
 _state_file = env_path("DJANGO_DB", VAR_DIR / "django.sqlite3") if not is_url(DJANGO_DB) else None
 SUMMARISER_LOCK = env_path(
     "SUMMARISER_LOCK",
@@ -85,9 +85,11 @@ INSTALLED_APPS = [
     "django_htmx",
     "axes",
     "ledgerweb",
+    "background",
     "sessions.apps.SessionsConfig",
     "pipeline.apps.PipelineConfig",
     "search.apps.SearchConfig",
+    "annotations",
     "importers",
     "demo",
 ]
@@ -125,6 +127,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "ledgerweb.context_processors.ledger",
+                "background.context_processors.background",
             ],
         },
     },

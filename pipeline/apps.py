@@ -8,6 +8,9 @@ class PipelineConfig(AppConfig):
 
     def ready(self) -> None:
         connection_created.connect(register_sql_functions, dispatch_uid="pipeline.sql_functions")
+        from pipeline import summariser
+
+        summariser.register_job()
 
 
 def register_sql_functions(sender, connection, **kwargs) -> None:

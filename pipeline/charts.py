@@ -20,12 +20,13 @@ import numpy as np
 from django.urls import reverse
 from django.utils import timezone
 
+from background import lock as background
 from ledgerfacts.timestamps import ms_to_datetime, now_ms
 from ledgerweb.costs import CostSum, TurnCost, turn_cost, usd
 from ledgerweb.params import NOT_APPLIED, problem, reject
 from ledgerweb.prices import TokenUsage
 from ledgerweb.sqlite import LedgerQueryTimeout
-from pipeline import rollups, summariser
+from pipeline import rollups
 from pipeline.filters import EXACT, WINDOWS, RequestFilters, value_query, window_bounds
 from pipeline.rollups import HOUR, MAX_STAGE_MS
 from pipeline.stages import STAGE_INDEX, STAGES, STATUSES
@@ -133,7 +134,7 @@ class DashboardFilters:
     def whole_plan(self) -> rollups.Plan:
         """Stored hours and every hour not summarised yet. Hours are built here (a second's
         worth) only when no background summariser runs to build them."""
-        budget = 0 if summariser.running() else None
+        budget = 0 if background.running() else None
         return rollups.plan(self.since_ms, self.until_ms, budget_s=budget)
 
     def plan_for(self, live_rows: int) -> rollups.Plan:

@@ -1,87 +1,56 @@
-"""The background summariser: `manage.py ledger_rollup --follow` (started by `make serve` beside
-gunicorn) builds the dashboard's missing hours, newest first, and keeps up as the ledger grows,
-so that no page view pays for building them (see docs/decisions.md).
+"""The chart summaries as a background job (background/): `manage.py ledger_background`, which
+`make serve` starts beside gunicorn, builds the dashboard's missing hours newest first and keeps
+up as the ledger grows, so that no page view pays for building them (see docs/decisions.md).
 
-It holds an exclusive lock on a file (settings.SUMMARISER_LOCK) while it runs: a second one
-started by mistake waits for the first to end, and pages see that the hours are being built
-for them. The operating system drops the lock when the process dies, so a crash never leaves a
-stale "running" behind.
-
-When ledgerweb's own database is PostgreSQL (several web hosts share it), the lock is an
-advisory lock in that database instead, held by a connection of the summariser's own: every
-host sees it, and the server drops it when that connection ends.
+While a background process holds this ledger's lock (background.lock.running()), pages build no
+hours and say the hours are being built for them.
 """
 
-import fcntl
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+import time
 
-from django.conf import settings
-from django.db import connections
+from background.jobs import Job, Step, register
+from ledgerfacts.timestamps import now_ms
+from ledgerweb import sqlite
+from pipeline import rollups
 
-from ledgerweb.state_db import on_postgres
-
-# The advisory lock's key on PostgreSQL (one bigint; any number no other code of ours uses).
-ADVISORY_KEY = 19_0001
-
-
-@contextmanager
-def holding_lock(wait: bool = True) -> Iterator[bool]:
-    """Hold the summariser's lock while inside; yields False (lock not held) when another
-    process holds it and `wait` is False."""
-    if on_postgres():
-        with _holding_advisory_lock(wait) as held:
-            yield held
-        return
-    path = settings.SUMMARISER_LOCK
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)  # closing releases the lock
+DAY = 24 * rollups.HOUR
+# Building time per step: the census of the window runs again between steps, and the other
+# background jobs take their turn.
+SLICE_S = 5.0
 
 
-@contextmanager
-def _holding_advisory_lock(wait: bool) -> Iterator[bool]:
-    database = connections["default"]
-    conn = database.get_new_connection(database.get_connection_params())
-    taken = False
-    try:
-        conn.autocommit = True
-        if wait:  # as long as it takes, not the statement time limit pages have
-            conn.execute("SET statement_timeout = 0; SET lock_timeout = 0")
-            conn.execute("SELECT pg_advisory_lock(%s)", [ADVISORY_KEY])
-            taken = True
-        else:
-            taken = conn.execute("SELECT pg_try_advisory_lock(%s)", [ADVISORY_KEY]).fetchone()[0]
-        yield taken
-    finally:
-        # Released here, not only by the session's end: a closed connection's server process
-        # exits a moment later, and until then pg_locks (running()) still shows the lock.
-        if taken and not conn.closed:
-            conn.execute("SELECT pg_advisory_unlock(%s)", [ADVISORY_KEY])
-        conn.close()
+def first_hour(until: int, days: int) -> int | None:
+    """On the hour (a window's cut first hour is read live, not built), and not before the
+    ledger's first request; None for a ledger without requests."""
+    ((oldest,),) = sqlite.rows("SELECT min(started_at) FROM nexus_requests")
+    if oldest is None:
+        return None
+    return int(max(until - days * DAY, oldest)) // rollups.HOUR * rollups.HOUR
 
 
-def running() -> bool:
-    """Whether a summariser holds the lock now (a probe: takes and drops it when free)."""
-    if on_postgres():
-        with connections["default"].cursor() as cursor:
-            cursor.execute(
-                """SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
-                   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                   AND classid = 0 AND objid = %s AND objsubid = 1)""",
-                [ADVISORY_KEY],
-            )
-            return cursor.fetchone()[0]
-    if not settings.SUMMARISER_LOCK.exists():
-        return False
-    with holding_lock(wait=False) as free:
-        return not free
+def window_plan(days: int, budget_s: float) -> rollups.Plan:
+    until = now_ms()
+    since = first_hour(until, days)
+    return rollups.Plan([], []) if since is None else rollups.plan(since, until, budget_s)
+
+
+def summarise(days: int = 30, **options) -> Step:
+    """One step: build missing hours of the window, newest first, for up to SLICE_S seconds.
+    More is waiting while hours are missing and this step built some (an hour the ledger keeps
+    changing waits for the next round)."""
+    if "nexus_requests" not in sqlite.table_names():
+        return Step()
+    left = len(window_plan(days, budget_s=0).pending)
+    if not left:
+        return Step()
+    started = time.monotonic()
+    plan = window_plan(days, budget_s=SLICE_S)
+    return Step(
+        f"{len(plan.stored):,} of {len(plan.stored) + len(plan.pending):,} hours "
+        f"summarised ({time.monotonic() - started:.1f} s)",
+        more=0 < len(plan.pending) < left,
+    )
+
+
+def register_job() -> None:
+    register(Job("summarise", every_s=None, step=summarise))

@@ -5,11 +5,12 @@ from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
 from django.views.decorators.http import require_GET
 
+from background import lock as background
 from ledgerweb import downloads
 from ledgerweb.http import respond, wants_json
 from ledgerweb.params import answers_bad_parameters, choice, cursor, sqlite_number, strict
 from ledgerweb.sqlite import LedgerQueryTimeout
-from pipeline import charts, json_twins, summariser
+from pipeline import charts, json_twins
 from pipeline.detail import LONG_FIELDS, load_request, similar_query
 from pipeline.filters import WINDOWS, RequestFilters
 from pipeline.listing import newer_page, request_page
@@ -144,7 +145,7 @@ def _dashboard_page(request: HttpRequest, filters) -> HttpResponse:
         "windows": WINDOWS,
         # Said here for the window; a chart that leaves hours out says which in its card.
         "summarising": filters.summarising(),
-        "summariser_running": summariser.running(),
+        "summariser_running": background.running(),
     }
     return render(request, "pipeline/dashboard.html", ctx)
 

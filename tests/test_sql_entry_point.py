@@ -18,7 +18,7 @@ MAY_RUN_SQL = {
     # each the one module of its concern (ARCHITECTURE §10: one engine per job, in one module).
     "search/engine.py": "the search index: FTS5 tables written and read in ledgerweb's database",
     "pipeline/rollups.py": "the chart rollups: bulk upserts into ledgerweb's database",
-    "pipeline/summariser.py": "the summariser's lock: PostgreSQL advisory locks",
+    "background/lock.py": "the background process's lock: PostgreSQL advisory locks",
     "search/engine_postgres.py": "the search index on PostgreSQL: tsvector tables, its time limit",
     # Writers with a writable sqlite3 connection of their own (never the read-only alias):
     # new ledgers, imports, retention and the demo write files the browsing path must not.

@@ -9,7 +9,8 @@ from django.core.management import call_command
 from test_rollups import SINCE, UNTIL, WINDOW, every_chart, messy_requests, stored_hours
 
 from ledgerfacts.timestamps import now_ms
-from pipeline import charts, rollups, summariser
+from background import lock
+from pipeline import charts, rollups
 
 pytestmark = LEDGER_DB
 H = rollups.HOUR
@@ -61,13 +62,13 @@ def test_with_a_summariser_running_pages_build_no_hours_and_say_it_summarises(
     viewer_client, ledger
 ):
     messy_requests(ledger)
-    with summariser.holding_lock():
-        assert summariser.running()
+    with lock.holding_lock():
+        assert lock.running()
         every_chart(viewer_client, WINDOW)
         page = viewer_client.get(f"/pipeline/?{WINDOW}").content.decode()
     assert not stored_hours()
     assert "Summarising: 0 of 12 hours of this window, in the background" in page
-    assert not summariser.running()
+    assert not lock.running()
 
 
 def test_the_summariser_builds_every_hour_then_the_charts_read_them_from_the_store(

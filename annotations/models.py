@@ -1,0 +1,46 @@
+from django.conf import settings
+from django.db import models
+
+
+class Annotation(models.Model):
+    """One person's marks on a session (turn_id '') or on one of its turns. Ids are the
+    ledger's, kept as text: nothing here points into the ledger by a foreign key, and a turn seen
+    through a fork's session is annotated under the session it was looked at in."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    session_id = models.TextField()
+    turn_id = models.TextField(default="", blank=True)  # '' = the session itself
+    thumb = models.SmallIntegerField(null=True, blank=True)  # +1 👍, -1 👎, None: not given
+    score = models.SmallIntegerField(null=True, blank=True)  # 1-5, None: not given
+    note = models.TextField(default="", blank=True)  # Markdown, rendered sanitised
+    bookmarked = models.BooleanField(default=False)
+    bookmark_note = models.CharField(max_length=200, default="", blank=True)
+    created_at = models.BigIntegerField()  # Unix ms, as the ledger's times
+    updated_at = models.BigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "session_id", "turn_id"], name="one_annotation_per_person"
+            )
+        ]
+        indexes = [models.Index(fields=["session_id", "turn_id"], name="annotation_target")]
+
+    def __str__(self) -> str:
+        return f"{self.user} on {self.session_id}/{self.turn_id or '(session)'}"
+
+
+class Label(models.Model):
+    """A label on an annotation ("wrong-tool"), a row of its own so that "turns labelled X" is an
+    indexed lookup on any database."""
+
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="labels")
+    name = models.CharField(max_length=100, db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["annotation", "name"], name="one_label_per_name")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
