@@ -42,10 +42,13 @@ def run(jobs: list[Job], options: dict, say: Say, warn: Say, every: float = 30.0
 
 def run_round(jobs: list[Job], due: dict[str, float], options: dict, say: Say, warn: Say,
               watch: "LedgerWatch", every: float) -> None:  # fmt: skip
+    if watch.reopen_if_replaced():  # a new file: every job's work on the old one is stale
+        due.update(dict.fromkeys(due, 0.0))
     waiting = [job for job in jobs if time.monotonic() >= due[job.name]]
     while waiting:
         for job in list(waiting):
-            watch.reopen_if_replaced()
+            if watch.reopen_if_replaced():
+                waiting.extend(j for j in jobs if j not in waiting)
             step = run_step(job, options, say, warn)
             if step is None or not step.more:
                 waiting.remove(job)

@@ -15,6 +15,7 @@ from background import jobs, lock, runner
 from background.models import JobStatus
 from ledgerfacts import schema
 from ledgerfacts.timestamps import now_ms
+from ledgerweb import health
 from pipeline import rollups
 from pipeline.models import RollupHour
 
@@ -145,13 +146,17 @@ def test_a_ledger_replaced_at_its_path_is_summarised_afresh(tmp_path, scratch_jo
         return jobs.Step()
 
     scratch_jobs.register(jobs.Job("restore", every_s=None, step=restore))
-    out, err = background("restore", "summarise", rounds=2)
+    out, err = background("restore", "summarise", "health", rounds=2)
 
     assert not err, (out, err)
     new_hours = {(start + n * H) for n in range(5)}
     assert new_hours <= set(RollupHour.objects.values_list("hour", flat=True))
     ((count,),) = connections["ledger"].cursor().execute("SELECT count(*) FROM nexus_requests")
     assert count == 5
+    # The health report (due hourly) is made again at once for the new file: its row counts.
+    assert out.count("health: Health checked") == 2
+    facts = [e.label for f in health.kept_report().findings for e in f.examples]
+    assert "nexus_requests: 5 rows" in facts
 
 
 def test_ledger_rollup_follow_is_still_the_background_process(ledger):
