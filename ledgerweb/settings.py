@@ -25,9 +25,19 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 
 DEBUG = env_bool("DEBUG", False)
-# manage.py commands that only read and write ledger files: they serve no page and sign nothing,
-# so they run without SECRET_KEY (with a throwaway key that dies with the process).
-COMMANDS_WITHOUT_SECRET = {"ledger_import", "ledger_init", "ledger_check", "ledger_demo"}
+# manage.py commands that read and write ledgers (and ledgerweb's derived data): they serve no
+# page and sign nothing, so they run without SECRET_KEY (with a throwaway key that dies with the
+# process). The README puts ledger_ship and ledger_retention in cron lines that set no secret.
+COMMANDS_WITHOUT_SECRET = {
+    "ledger_import",
+    "ledger_init",
+    "ledger_check",
+    "ledger_demo",
+    "ledger_ship",
+    "ledger_retention",
+    "ledger_index",
+    "ledger_rollup",
+}
 SECRET_KEY = env_str("SECRET_KEY")
 _manage_command = sys.argv[1] if Path(sys.argv[0]).name == "manage.py" and len(sys.argv) > 1 else ""
 if not SECRET_KEY and _manage_command in COMMANDS_WITHOUT_SECRET:

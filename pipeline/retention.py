@@ -5,9 +5,11 @@
     > 30 days     copy to an archive ledger, then remove from the live table
 
 Only nexus_requests is ever touched. Old rows are removed only after they are safely in the
-archive: each batch is first committed to the archive, then deleted from the live ledger where
-the archive holds them. An interrupted run leaves a row in both at worst, never in neither,
-and the next run finishes the job. Without an archive nothing is removed.
+archive: each batch is first committed to the archive, then read back from it by id, and a live
+row is deleted only where the archive's row is the same, column by column. An interrupted run
+leaves a row in both at worst, never in neither, and the next run finishes the job. Without an
+archive nothing is removed, and an archive that is the live ledger itself (the same file by
+device and inode, under any path, or one of its -wal/-shm/-journal files) is refused.
 
 The live ledger is a SQLite file or a PostgreSQL database; the archive a SQLite file (portable:
 ledgerweb opens it as a ledger) or, for a PostgreSQL ledger, also a PostgreSQL database. One
@@ -20,7 +22,15 @@ from pathlib import Path
 
 from ledgerfacts import schema
 from ledgerfacts.timestamps import now_ms
-from pipeline.retention_db import Location, RetentionDb, open_archive, place_of
+from ledgerweb.db import shown_location
+from pipeline.retention_db import (
+    Location,
+    RetentionDb,
+    check_archive_file,
+    open_archive,
+    place_of,
+    same_files,
+)
 
 DAY_MS = 86_400_000
 # Named, not *: an archive created elsewhere may order its columns differently.
@@ -45,6 +55,7 @@ class RetentionReport:
     removed: int = 0
     kept_old: int = 0  # rows past the delete age kept because there is no archive
     kept_without_id: int = 0  # rows past the delete age no archive can tell apart
+    kept_differing: int = 0  # rows whose id the archive holds with other content
     dry_run: bool = False
 
     def lines(self) -> list[str]:
@@ -65,6 +76,11 @@ class RetentionReport:
             lines.append(
                 f"kept {self.kept_without_id:,} requests past the delete age that have no id: "
                 "the archive could not show it holds them"
+            )
+        if self.kept_differing:
+            lines.append(
+                f"kept {self.kept_differing:,} requests the archive holds differently (a row of "
+                "the same id with other content): compare them and remove one by hand"
             )
         return lines
 
@@ -103,21 +119,38 @@ def apply_retention(
         elif dry_run:
             report.archived = report.removed = old
         else:
-            report.archived, report.removed = _archive_old(live, archive, delete_before, batch)
+            report.archived, report.removed, report.kept_differing = _archive_old(
+                live, archive, delete_before, batch
+            )
     finally:
         live.close()
     return report
 
 
 def _refuse_archive(live: RetentionDb, archive: Location) -> None:
-    """Archives that would lose rows or change them, refused before anything is done."""
+    """Archives that would lose rows or change them, refused before anything is done (a dry
+    run too: it says what the run would do, and the run would refuse)."""
     if not live.postgres and not isinstance(archive, Path):
         # PostgreSQL's typed columns cannot hold all a SQLite ledger may (1.5 in a BIGINT,
         # 'true' in a BOOLEAN): rows would be changed or stuck. A file archive holds them all.
         raise ValueError("a SQLite ledger is archived to a SQLite file: pass --archive-to PATH")
-    if place_of(archive) == live.place():
-        # Every row would be "held by the archive" and deleted: lost.
-        raise ValueError("the archive is the live ledger itself: pass another --archive-to")
+    if isinstance(archive, Path):
+        check_archive_file(archive)
+    _refuse_the_live_ledger(live, archive)
+
+
+def _refuse_the_live_ledger(live: RetentionDb, archive: Location) -> None:
+    """Every row would be "held by the archive" and deleted: lost. Asked again once the archive
+    is open (a file it created may be reached by a path that did not exist before)."""
+    if isinstance(archive, Path):
+        same = not live.postgres and same_files(live.location, archive)
+    else:
+        same = place_of(archive) == live.place()
+    if same:
+        raise ValueError(
+            f"the archive is the live ledger itself ({shown_location(archive)} is "
+            f"{shown_location(live.location)}, or one of its files): pass another --archive-to"
+        )
 
 
 def _drop_snapshots(live: RetentionDb, drop_before, delete_before, batch, dry_run) -> int:
@@ -139,25 +172,28 @@ def _drop_snapshots(live: RetentionDb, drop_before, delete_before, batch, dry_ru
 
 def _archive_old(live: RetentionDb, location: Location, delete_before: int, batch: int):
     archive = open_archive(location, live.trace)
-    copied = removed = 0
+    copied = removed = differing = 0
     try:
-        while ids := _old_ids(live, delete_before, batch):
+        _refuse_the_live_ledger(live, location)
+        after = None  # batches in id order: a row kept (differing) is not met again
+        while ids := _old_ids(live, delete_before, batch, after):
             copied += _copy_batch(live, archive, ids)
-            removed_now = _remove_batch(live, archive, ids)
-            removed += removed_now
-            if not removed_now:  # the rows left the live ledger meanwhile: the next run goes on
-                break
-        return copied, removed
+            removed_now, differing_now = _remove_batch(live, archive, ids)
+            removed, differing = removed + removed_now, differing + differing_now
+            after = ids[-1]
+        return copied, removed, differing
     finally:
         archive.close()
 
 
-def _old_ids(live: RetentionDb, delete_before: int, batch: int) -> list[str]:
-    """The next batch's ids: at most `batch` rows and BATCH_TEXT_BYTES of text (at least one)."""
+def _old_ids(live: RetentionDb, delete_before: int, batch: int, after: str | None) -> list[str]:
+    """The next batch's ids after `after`, in id order: at most `batch` rows and
+    BATCH_TEXT_BYTES of text (at least one)."""
+    past = "" if after is None else " AND id > ?"
     found = live.fetchall(
         f"SELECT id, {TEXT_SIZE} FROM nexus_requests WHERE started_at < ? AND id IS NOT NULL"
-        " LIMIT ?",
-        [delete_before, min(batch, MAX_IDS)],
+        f"{past} ORDER BY id LIMIT ?",
+        [delete_before, *([] if after is None else [after]), min(batch, MAX_IDS)],
     )
     ids, size = [], 0
     for request_id, text_bytes in found:
@@ -183,14 +219,33 @@ def _copy_batch(live: RetentionDb, archive: RetentionDb, ids: list[str]) -> int:
         )
 
 
-def _remove_batch(live: RetentionDb, archive: RetentionDb, ids: list[str]) -> int:
-    """Out of the live ledger: only the rows the archive now holds (it committed them)."""
-    held = [
-        request_id
-        for (request_id,) in archive.fetchall(
-            f"SELECT id FROM nexus_requests WHERE id IN ({_marks(ids)})", ids
+def _remove_batch(live: RetentionDb, archive: RetentionDb, ids: list[str]) -> tuple[int, int]:
+    """Out of the live ledger: only the rows the archive now holds (it committed them), read
+    back from it by id and the same in every column. The live rows are read again under the
+    write lock, so a row the live writer changed after its copy stays. Returns how many rows
+    were removed and how many the archive holds differently."""
+    held = {
+        row[0]: row
+        for row in archive.fetchall(
+            f"SELECT {COLUMNS} FROM nexus_requests WHERE id IN ({_marks(ids)})", ids
         )
-    ]
-    if not held:
-        return 0
-    return live.execute(f"DELETE FROM nexus_requests WHERE id IN ({_marks(held)})", held)
+    }
+    with live.transaction():
+        rows = live.fetchall(
+            f"SELECT {COLUMNS} FROM nexus_requests WHERE id IN ({_marks(ids)}){live.for_update}",
+            ids,
+        )
+        same = [row[0] for row in rows if row[0] in held and _same_row(row, held[row[0]])]
+        differing = sum(1 for row in rows if row[0] in held) - len(same)
+        if not same:
+            return 0, differing
+        removed = live.execute(f"DELETE FROM nexus_requests WHERE id IN ({_marks(same)})", same)
+    return removed, differing
+
+
+def _same_row(live_row: tuple, archived_row: tuple) -> bool:
+    """Column by column, as Python compares them: a SQLite archive of a PostgreSQL ledger holds
+    a BOOLEAN as 1 or 0 (True == 1), an INTEGER stays an int and a REAL a float."""
+    return len(live_row) == len(archived_row) and all(
+        a == b for a, b in zip(live_row, archived_row, strict=True)
+    )

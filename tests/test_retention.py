@@ -2,8 +2,11 @@
 left alone: on a SQLite ledger and (pytest --ledger-backend=postgres) a PostgreSQL one, each with
 a file archive and, for a PostgreSQL ledger, a PostgreSQL archive too."""
 
+import os
 import re
 import sqlite3
+import subprocess
+import sys
 import threading
 from contextlib import closing
 from io import StringIO
@@ -22,6 +25,7 @@ from pipeline.retention import DAY_MS, apply_retention
 
 pytestmark = LEDGER_DB
 NOW = 1_790_000_000_000
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -58,6 +62,11 @@ def table(location, sql):
             return conn.execute(sql).fetchall()
     with psycopg.connect(location) as conn:
         return [tuple(row) for row in conn.execute(sql).fetchall()]
+
+
+def connect(location):
+    """A plain connection to a ledger file or a PostgreSQL database (commit to keep a change)."""
+    return sqlite3.connect(location) if isinstance(location, Path) else psycopg.connect(location)
 
 
 def ids(location) -> set[str]:
@@ -214,3 +223,178 @@ def test_the_command_prints_what_it_did(aged, archive, monkeypatch):
     assert "R40-1" not in ids(aged.path)
     with pytest.raises(CommandError, match="must not be smaller"):
         call_command("ledger_retention", "--snapshot-days", "40", stdout=StringIO())
+
+
+# -- The archive is the live ledger under another name: refused, nothing lost (issue 25) --------
+# Each case counts the live rows before and after: a refusal that deleted anything is a failure.
+
+
+def live_count(ledger) -> int:
+    return table(ledger.path, "SELECT count(*) FROM nexus_requests")[0][0]
+
+
+def refused(ledger, archive, match: str, **options) -> None:
+    """The run (and its dry run) refuses the archive with a clear message; no live row goes."""
+    before, said = live_count(ledger), []
+    for dry_run in (True, False):
+        try:
+            apply_retention(ledger.path, archive=archive, now=NOW, dry_run=dry_run, **options)
+            said.append("(not refused)")
+        except ValueError as error:
+            said.append(str(error))
+    assert live_count(ledger) == before == 6
+    assert all(re.search(match, message) for message in said), said
+
+
+sqlite_ledger_only = pytest.mark.skipif(
+    "config.getoption('--ledger-backend') == 'postgres'",
+    reason="about the live ledger's file: a PostgreSQL ledger has none",
+)
+
+
+@sqlite_ledger_only
+@pytest.mark.parametrize("ages", [{}, {"snapshot_days": 1, "delete_days": 1}])
+def test_a_hard_link_to_the_live_ledger_is_refused_as_its_archive(aged, tmp_path, ages):
+    link = tmp_path / "archive.sqlite3"
+    link.hardlink_to(aged.path)
+    refused(aged, link, "is the live ledger", **ages)
+
+
+@sqlite_ledger_only
+def test_the_live_ledger_through_a_symlinked_folder_is_refused(aged, tmp_path):
+    folder = tmp_path / "elsewhere"
+    folder.symlink_to(aged.path.parent, target_is_directory=True)
+    refused(aged, folder / aged.path.name, "is the live ledger")
+
+
+@sqlite_ledger_only
+def test_a_symlink_to_the_live_ledger_is_refused(aged, tmp_path):
+    link = tmp_path / "archive.sqlite3"
+    link.symlink_to(aged.path)
+    refused(aged, link, "is the live ledger")
+
+
+@sqlite_ledger_only
+def test_the_live_ledger_through_another_mount_path_is_refused(aged, tmp_path):
+    """A bind mount shows the same file under another path, as a second mount of a disk does:
+    same device and inode, different path. Run in a mount namespace of its own (unshare)."""
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    script = (
+        f"mount --bind {aged.path.parent} {mount} && "
+        f"{sys.executable} manage.py ledger_retention --archive-to {mount / aged.path.name}"
+    )
+    env = {"PATH": os.environ["PATH"], "LEDGER_DB": str(aged.path),
+           "DJANGO_DB": str(tmp_path / "django.sqlite3")}  # fmt: skip
+    ran = subprocess.run(["unshare", "--map-root-user", "--mount", "sh", "-c", script],
+                         env=env, capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    if "mount" in ran.stderr and "ledger_retention" not in ran.stderr and ran.returncode:
+        pytest.skip(f"this machine cannot bind-mount in a namespace: {ran.stderr.strip()}")
+    assert ran.returncode == 1, ran.stderr
+    assert "is the live ledger" in ran.stderr and "Traceback" not in ran.stderr
+    assert live_count(aged) == 6
+
+
+@sqlite_ledger_only
+@pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])
+def test_a_companion_file_of_the_live_ledger_is_refused(aged, suffix):
+    companion = Path(f"{aged.path}{suffix}")
+    refused(aged, companion, "SQLite companion file")
+
+
+@pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal", "-mj0123ABCD"])
+def test_every_companion_name_is_refused_wherever_it_is(aged, tmp_path, suffix):
+    # Any file so named is part of a database beside it: writing an archive into it corrupts that.
+    refused(aged, tmp_path / f"archive.sqlite3{suffix}", "SQLite companion file")
+    link = tmp_path / "innocent.sqlite3"
+    link.symlink_to(tmp_path / f"other.sqlite3{suffix}")  # named innocently, pointing at one
+    refused(aged, link, "SQLite companion file")
+
+
+@sqlite_ledger_only
+def test_an_archive_whose_journal_is_the_live_ledger_is_refused(aged, tmp_path):
+    # Opening the archive would play its "hot journal" (the live ledger) back and delete it.
+    Path(f"{tmp_path / 'archive.sqlite3'}-journal").hardlink_to(aged.path)
+    refused(aged, tmp_path / "archive.sqlite3", "is the live ledger")
+
+
+def test_a_folder_as_the_archive_is_refused_with_a_clear_message(aged, tmp_path):
+    refused(aged, tmp_path, "is a folder")
+
+
+def test_a_file_that_is_not_a_database_is_refused_with_a_clear_message(aged, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("these are my notes, not a ledger\n" * 100)
+    refused(aged, notes, "not a SQLite database")
+    assert notes.read_text() == "these are my notes, not a ledger\n" * 100
+
+
+def test_an_archive_in_a_missing_folder_is_refused_with_a_clear_message(aged, tmp_path):
+    refused(aged, tmp_path / "nowhere" / "archive.sqlite3", "folder .* does not exist")
+
+
+@pytest.mark.parametrize(
+    "bad", ["folder", "text file", "hard link", "-wal"], ids=lambda bad: bad.replace(" ", "-")
+)
+def test_the_command_refuses_a_bad_archive_in_one_line_without_a_traceback(aged, tmp_path, bad):
+    archive = {
+        "folder": tmp_path,
+        "text file": tmp_path / "notes.txt",
+        "hard link": tmp_path / "link.sqlite3",
+        "-wal": tmp_path / "archive.sqlite3-wal",
+    }[bad]
+    if bad == "text file":
+        archive.write_text("not a ledger")
+    if bad == "hard link":
+        if is_postgres_url(aged.path):
+            pytest.skip("a PostgreSQL ledger has no file to link")
+        archive.hardlink_to(aged.path)
+    with pytest.raises(CommandError):
+        call_command("ledger_retention", "--archive-to", str(archive), stdout=StringIO())
+    assert live_count(aged) == 6
+
+
+def test_the_live_database_under_another_spelling_is_refused(aged):
+    """A PostgreSQL ledger named by a connection string instead of its URL is still itself."""
+    if not is_postgres_url(aged.path):
+        pytest.skip("about a PostgreSQL ledger (make test's second ledger pass)")
+    spelled = conninfo_to_dict(aged.path)
+    other = " ".join(f"{key}={value}" for key, value in spelled.items())
+    refused(aged, other, "the archive is the live ledger itself")
+
+
+def test_a_row_the_archive_holds_differently_is_not_removed(aged, archive):
+    """The archive already holds a request of the same id with other content (another ledger's,
+    or an older copy): it does not hold this row, so the live row stays, and the report says so."""
+    apply_retention(aged.path, archive=archive, now=NOW, delete_days=10_000)  # makes the archive
+    with closing(connect(archive)) as conn:
+        conn.execute(
+            "INSERT INTO nexus_requests (id, event_id, event_type, event_source, stage, status,"
+            " started_at) VALUES ('R40-1', 'other', 'message', 'x', 'finalize', 'completed', 1)"
+        )
+        conn.commit()
+    report = apply_retention(aged.path, archive=archive, now=NOW)
+    assert ids(aged.path) == {"R1-1", "R1-2", "R10-1", "R10-2", "R40-1"}
+    assert (report.archived, report.removed, report.kept_differing) == (1, 1, 1)
+    assert "kept 1 requests the archive holds differently" in "\n".join(report.lines())
+    again = apply_retention(aged.path, archive=archive, now=NOW)  # stays kept, said again
+    assert (again.removed, again.kept_differing) == (0, 1)
+    assert "R40-1" in ids(aged.path)
+
+
+def test_a_row_changed_after_its_copy_is_not_removed(aged, archive, monkeypatch):
+    """The live writer updates an old row between the copy and the delete: the archive holds the
+    old content only, so the row stays live, counted in the report."""
+    copy = retention._copy_batch
+
+    def copy_then_change(live, archive_db, batch_ids):
+        copied = copy(live, archive_db, batch_ids)
+        with closing(connect(aged.path)) as conn:
+            conn.execute("UPDATE nexus_requests SET status = 'failed' WHERE id = 'R40-1'")
+            conn.commit()
+        return copied
+
+    monkeypatch.setattr(retention, "_copy_batch", copy_then_change)
+    report = apply_retention(aged.path, archive=archive, now=NOW)
+    assert "R40-1" in ids(aged.path) and "R40-2" not in ids(aged.path)
+    assert report.kept_differing == 1
