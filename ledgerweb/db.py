@@ -83,13 +83,16 @@ def postgres_ledger_databases(url: str, query_timeout_ms: int) -> dict[str, dict
     from psycopg import IsolationLevel
 
     read = dj_database_url.parse(url, conn_max_age=CONN_MAX_AGE_S, conn_health_checks=True)
-    read["OPTIONS"] |= {
-        "options": (
-            f"-c default_transaction_read_only=on -c statement_timeout={query_timeout_ms}"
-            f" -c lock_timeout={BUSY_TIMEOUT_S * 1000}"
-        ),
-        "isolation_level": IsolationLevel.REPEATABLE_READ,
-    }
+    limits = (
+        f"-c default_transaction_read_only=on -c statement_timeout={query_timeout_ms}"
+        f" -c lock_timeout={BUSY_TIMEOUT_S * 1000}"
+    )
+    # A URL without ?options has no OPTIONS at all (the README's own shape). The URL's options
+    # (sslmode, -c settings) are kept, and the read limits come after them: the last -c wins, so
+    # no URL can make browsing writable or unlimited.
+    options = read.setdefault("OPTIONS", {})
+    options["options"] = f"{options['options']} {limits}" if "options" in options else limits
+    options["isolation_level"] = IsolationLevel.REPEATABLE_READ
     read |= {"ATOMIC_REQUESTS": True, "TEST": {"MIGRATE": False}}
     write = dj_database_url.parse(url) | {"TEST": {"MIGRATE": False}}
     return {LEDGER: read, LEDGER_WRITE: write}

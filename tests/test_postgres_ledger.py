@@ -10,7 +10,14 @@ from django.core.management import call_command
 from django.db import DatabaseError, connections
 
 from ledgerfacts.timestamps import now_ms
-from ledgerweb.db import LEDGER, LEDGER_WRITE, ledger_location, ledger_name, shown_location
+from ledgerweb.db import (
+    LEDGER,
+    LEDGER_WRITE,
+    ledger_databases,
+    ledger_location,
+    ledger_name,
+    shown_location,
+)
 from ledgerweb.sqlite import LedgerQueryTimeout, WhileUnchanged, ledger_version
 
 # Counts without end: only the time limit stops it.
@@ -42,6 +49,27 @@ def test_a_postgres_url_in_ledger_db_stays_a_url_and_names_its_database(tmp_path
     assert ledger_location(url, tmp_path / "x.sqlite3") == url
     assert ledger_location("", tmp_path / "x.sqlite3") == tmp_path / "x.sqlite3"
     assert ledger_name(url) == "central"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgres://lw@127.0.0.1:5432/ledger",  # the README's shape: no ?options
+        "postgres://ledgerweb@central.example/ledger",
+        "postgres://lw@127.0.0.1:5432/ledger?sslmode=require",
+        "postgres://lw@127.0.0.1/ledger?options=-c%20default_transaction_read_only%3Doff",
+    ],
+)
+def test_every_postgres_url_shape_gives_a_read_only_time_limited_alias(url):
+    databases = ledger_databases(url, query_timeout_ms=1234)
+    read, write = databases[LEDGER], databases[LEDGER_WRITE]
+    assert (read["NAME"], write["NAME"]) == ("ledger", "ledger")
+    # The last -c wins in PostgreSQL: the read limits come after anything the URL sets.
+    settings_of = dict(re.findall(r"-c (\w+)=(\S+)", read["OPTIONS"]["options"]))
+    assert settings_of["default_transaction_read_only"] == "on"
+    assert settings_of["statement_timeout"] == "1234"
+    if "sslmode" in url:
+        assert read["OPTIONS"]["sslmode"] == write["OPTIONS"]["sslmode"] == "require"
 
 
 @ON_POSTGRES
