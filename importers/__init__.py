@@ -14,6 +14,7 @@ FORMATS = {
     "agentos": "importers.agentos",
     "claude-code": "importers.claude_code",
     "codex": "importers.codex",
+    "otlp": "importers.otlp",
 }
 
 

@@ -37,6 +37,7 @@ COMMANDS_WITHOUT_SECRET = {
     "ledger_retention",
     "ledger_index",
     "ledger_rollup",
+    "ledger_otel_export",
 }
 SECRET_KEY = env_str("SECRET_KEY")
 _manage_command = sys.argv[1] if Path(sys.argv[0]).name == "manage.py" and len(sys.argv) > 1 else ""
@@ -100,6 +101,7 @@ INSTALLED_APPS = [
     "pipeline.apps.PipelineConfig",
     "search.apps.SearchConfig",
     "annotations",
+    "otel",
     "importers",
     "demo",
 ]

@@ -1,0 +1,292 @@
+"""ledger_otel_export (issue 32): the ledger as OTLP traces, sent once, and back again.
+
+The round trip is the proof of the mapping: a ledger exported as OTLP JSON files and imported
+with `ledger_import otlp` gives back the same sessions, turns, tool calls and billed tokens. The
+export runs on the test's ledger, so the PostgreSQL pass exports from a PostgreSQL ledger.
+"""
+
+import json
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from builders import T0
+from django.core.management import CommandError, call_command
+from importing import query, run_import
+
+from otel.models import ExportMark
+
+pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
+
+SESSION_COLUMNS = "id, persona, routing_key, label, root_turn_id, current_turn_id, status"
+TURN_COLUMNS = (
+    "id, session_id, parent_turn_id, status, started_at, completed_at, prompt_tokens,"
+    " completion_tokens, total_tokens, model, source_event_id"
+)
+CALL_COLUMNS = "id, turn_id, tool_name, status, error, started_at, completed_at, sequence"
+USAGE_COLUMNS = (
+    "turn_id, model_calls, input_tokens, cache_read_tokens, cache_write_tokens, output_tokens"
+)
+
+
+def export(folder: Path, *options) -> str:
+    out = StringIO()
+    call_command("ledger_otel_export", "--to-dir", str(folder), *options, stdout=out)
+    return out.getvalue()
+
+
+def spans_in(folder: Path) -> list[dict]:
+    """Every span of the OTLP JSON files in a folder, with its attributes as a plain dict."""
+    found = []
+    for path in sorted(folder.glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            for resource_spans in json.loads(line)["resourceSpans"]:
+                for scope_spans in resource_spans["scopeSpans"]:
+                    for span in scope_spans["spans"]:
+                        span["attrs"] = {
+                            a["key"]: next(iter(a["value"].values())) for a in span["attributes"]
+                        }
+                        found.append(span)
+    return found
+
+
+def ledger_rows(conn_rows, sql: str) -> set[tuple]:
+    return {tuple(row) for row in conn_rows(sql)}
+
+
+@pytest.fixture
+def agents(ledger):
+    """A conversation tree with what the mapping must keep: a regenerated answer (two children
+    of one turn), a failed turn whose tool call failed, billed usage with cache tokens, a fork
+    whose own turn continues from the origin's, a subagent spawned by a tool call, text in many
+    scripts, ids with quotes and newlines, a turn still running, and two pipeline requests."""
+    main = ledger.session(id="sess 'main'\n1", label="Зачем — 為什麼 — למה 🙂", persona="atlas")
+    root = ledger.turn(main, id="turn-root", started_at=T0, completed_at=T0 + 4_000)
+    ledger.usage(root, calls=3, input=5_000, cache_read=4_000, cache_write=600, output=300)
+    first = ledger.turn(main, root, id="turn-a", started_at=T0 + 10_000, completed_at=T0 + 12_000)
+    again = ledger.turn(
+        main,
+        root,
+        id="turn-b",
+        started_at=T0 + 20_000,
+        completed_at=T0 + 23_000,
+        model="gpt-5",
+        prompt_tokens=900,
+        completion_tokens=40,
+        total_tokens=940,
+    )
+    spawn = ledger.tool_call(again, 0, id="call-spawn", tool_name="Task")
+    ledger.tool_call(again, 1, id="call 'x'\n2", tool_name="bash")
+    failed = ledger.turn(
+        main,
+        again,
+        id="turn-failed",
+        status="failed",
+        started_at=T0 + 30_000,
+        completed_at=T0 + 31_000,
+    )
+    ledger.tool_call(
+        failed,
+        0,
+        id="call-broken",
+        status="failed",
+        error="exit 2: нет файла",
+        result=None,
+        started_at=T0 + 30_100,
+        completed_at=T0 + 30_900,
+    )
+    ledger.set_head(main, root, failed)
+    fork = ledger.session(id="fork-1", routing_key=f"fork:{main['id']}:fork-1", label="a fork")
+    forked = ledger.turn(
+        fork, first, id="turn-in-fork", started_at=T0 + 40_000, completed_at=T0 + 41_000
+    )
+    ledger.set_head(fork, root, forked)
+    child = ledger.session(
+        id="sub-1",
+        routing_key=f"subagent:{main['id']}:{spawn['id']}",
+        label="subagent",
+        persona="worker",
+    )
+    sub_root = ledger.turn(child, id="turn-sub", started_at=T0 + 21_000, completed_at=T0 + 22_000)
+    ledger.set_head(child, sub_root, sub_root)
+    running = ledger.turn(
+        main,
+        failed,
+        id="turn-running",
+        status="streaming",
+        started_at=T0 + 50_000,
+        completed_at=None,
+    )
+    ledger.request(
+        id="req-ok",
+        turn_id="turn-a",
+        stage_timings=json.dumps(
+            {"receiveEvent": 5, "resolveIdentity": 7, "runAgent": 2_000, "finalize": 3}
+        ),
+    )
+    ledger.request(id="req-failed", status="failed", stage="runAgent", error_stage="runAgent",
+                   error_message="model timed out", error_stack="Traceback …",
+                   stage_timings=json.dumps({"receiveEvent": 5, "runAgent": 30_000}),
+                   completed_at=T0 + 31_000)  # fmt: skip
+    return {"main": main, "running": running, "ledger": ledger}
+
+
+def test_exported_ledger_imported_again_gives_back_its_sessions_turns_tool_calls_and_tokens(
+    agents, tmp_path
+):
+    summary = export(tmp_path / "out")
+    assert "turns: 6" in summary and "tool calls: 3" in summary and "requests: 2" in summary
+    assert "Still running, sent once finished (a later run): 1 turns" in summary
+    back = tmp_path / "back.sqlite3"
+    run_import("otlp", tmp_path / "out", ledger=back)
+
+    from ledgerweb import sqlite
+
+    def ours(sql):
+        return {tuple(row) for row in sqlite.rows(sql)}
+
+    def theirs(sql):
+        return {tuple(row) for row in query(back, sql)}
+
+    finished = "status IN ('completed', 'failed')"
+    assert theirs(f"SELECT {SESSION_COLUMNS} FROM sessions") == ours(
+        f"SELECT {SESSION_COLUMNS} FROM sessions"
+    )
+    assert theirs(f"SELECT {TURN_COLUMNS} FROM turns") == ours(
+        f"SELECT {TURN_COLUMNS} FROM turns WHERE {finished}"
+    )
+    assert theirs(f"SELECT {CALL_COLUMNS} FROM tool_calls") == ours(
+        f"SELECT {CALL_COLUMNS} FROM tool_calls"
+    )
+    assert theirs(f"SELECT {USAGE_COLUMNS} FROM turn_usage") == ours(
+        f"SELECT {USAGE_COLUMNS} FROM turn_usage"
+    )
+
+
+def test_each_turn_is_an_agent_span_with_its_tool_calls_beneath_and_its_parent_linked(
+    agents, tmp_path
+):
+    export(tmp_path)
+    spans = spans_in(tmp_path)
+    by_turn = {s["attrs"]["ledgerweb.turn.id"]: s for s in spans if s["name"].startswith("invoke")}
+    again = by_turn["turn-b"]
+    assert again["attrs"]["gen_ai.operation.name"] == "invoke_agent"
+    assert again["attrs"]["gen_ai.conversation.id"] == "sess 'main'\n1"
+    assert again["attrs"]["session.id"] == "sess 'main'\n1"
+    assert again["attrs"]["gen_ai.request.model"] == "gpt-5"
+    assert again["attrs"]["gen_ai.usage.input_tokens"] == "900"  # intValue is a JSON string
+    assert again["startTimeUnixNano"] == str((T0 + 20_000) * 1_000_000)
+    assert again["endTimeUnixNano"] == str((T0 + 23_000) * 1_000_000)
+    root = by_turn["turn-root"]
+    assert [link["spanId"] for link in again["links"]] == [root["spanId"]]
+    assert root["attrs"]["gen_ai.usage.cache_read.input_tokens"] == "4000"
+    assert root["attrs"]["gen_ai.usage.cache_creation.input_tokens"] == "600"
+    calls = [s for s in spans if s.get("parentSpanId") == again["spanId"]]
+    assert sorted(s["name"] for s in calls) == ["execute_tool Task", "execute_tool bash"]
+    assert {s["traceId"] for s in calls} == {again["traceId"]}
+    broken = next(s for s in spans if s["attrs"].get("gen_ai.tool.call.id") == "call-broken")
+    assert broken["status"] == {"code": 2, "message": "exit 2: нет файла"}
+    assert by_turn["turn-failed"]["status"]["code"] == 2
+    fork_turn = by_turn["turn-in-fork"]  # continues from the origin's turn-a, in another trace
+    assert fork_turn["links"][0]["spanId"] == by_turn["turn-a"]["spanId"]
+    spawn = next(s for s in spans if s["attrs"].get("gen_ai.tool.call.id") == "call-spawn")
+    assert by_turn["turn-sub"]["links"][0]["spanId"] == spawn["spanId"]
+    assert "turn-running" not in by_turn
+    assert not any("gen_ai.input.messages" in s["attrs"] for s in spans)  # no content unasked
+    assert not any("gen_ai.tool.call.arguments" in s["attrs"] for s in spans)
+
+
+def test_a_request_is_a_trace_of_its_stages_end_to_end_and_the_failed_one_says_why(
+    agents, tmp_path
+):
+    export(tmp_path)
+    spans = spans_in(tmp_path)
+    root = next(s for s in spans if s["attrs"].get("ledgerweb.request.id") == "req-failed")
+    assert root["status"] == {"code": 2, "message": "model timed out"}
+    stages = sorted(
+        (s for s in spans if s.get("parentSpanId") == root["spanId"]),
+        key=lambda s: int(s["startTimeUnixNano"]),
+    )
+    assert [s["name"] for s in stages] == ["receiveEvent", "runAgent"]
+    assert stages[0]["startTimeUnixNano"] == str(T0 * 1_000_000)
+    assert stages[1]["startTimeUnixNano"] == stages[0]["endTimeUnixNano"]
+    assert int(stages[1]["endTimeUnixNano"]) - int(stages[1]["startTimeUnixNano"]) == 30_000_000_000
+    assert stages[1]["status"] == {"code": 2, "message": "model timed out"}
+    assert stages[1]["events"][0]["name"] == "exception"
+    assert "code" not in stages[0].get("status", {})
+    ok = next(s for s in spans if s["attrs"].get("ledgerweb.request.id") == "req-ok")
+    turn_a = next(s for s in spans if s["attrs"].get("ledgerweb.turn.id") == "turn-a")
+    assert ok["links"][0]["spanId"] == turn_a["spanId"]
+
+
+def test_a_second_run_sends_nothing_and_a_turn_that_finished_since_is_sent_then(agents, tmp_path):
+    export(tmp_path)
+    first_files = set(tmp_path.glob("*.jsonl"))
+    summary = export(tmp_path)
+    assert "Exported to" in summary and ": 0 spans" in summary
+    assert set(tmp_path.glob("*.jsonl")) == first_files  # no empty file either
+
+    ledger = agents["ledger"]
+    ledger.conn.execute(
+        "UPDATE turns SET status = 'completed', completed_at = ? WHERE id = 'turn-running'",
+        (T0 + 55_000,),
+    )
+    later = ledger.turn(agents["main"], agents["running"], id="turn-later", started_at=T0 + 60_000,
+                        completed_at=T0 + 61_000)  # fmt: skip
+    ledger.tool_call(later, 0, id="call-later")
+    export(tmp_path)
+    new_files = set(tmp_path.glob("*.jsonl")) - first_files
+    assert len(new_files) == 1
+    sent = [s for line in new_files.pop().read_text().splitlines() for s in _spans(line)]
+    assert sorted(s["name"] for s in sent) == [
+        "execute_tool gog", "invoke_agent atlas", "invoke_agent atlas"]  # fmt: skip
+    assert ": 0 spans" in export(tmp_path)
+
+
+def _spans(line: str):
+    for resource_spans in json.loads(line)["resourceSpans"]:
+        for scope_spans in resource_spans["scopeSpans"]:
+            yield from scope_spans["spans"]
+
+
+def test_content_only_when_asked_and_then_it_comes_back_on_import(agents, tmp_path):
+    ledger = agents["ledger"]
+    root = {"id": "turn-root", "started_at": T0}
+    ledger.message(root, 0, role="user", content="Привет, 世界 — what's up?")
+    ledger.message(root, 1, role="assistant", content="All good 👍")
+    export(tmp_path / "out", "--with-content")
+    spans = spans_in(tmp_path / "out")
+    turn = next(s for s in spans if s["attrs"].get("ledgerweb.turn.id") == "turn-root")
+    assert json.loads(turn["attrs"]["gen_ai.input.messages"]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "Привет, 世界 — what's up?"}]}
+    ]
+    call = next(s for s in spans if s["attrs"].get("gen_ai.tool.call.id") == "call-spawn")
+    assert json.loads(call["attrs"]["gen_ai.tool.call.arguments"]) == {
+        "action": "search", "query": "from:amazon"}  # fmt: skip
+    back = tmp_path / "back.sqlite3"
+    run_import("otlp", tmp_path / "out", ledger=back)
+    assert query(back, "SELECT role, content FROM messages WHERE turn_id = 'turn-root'"
+                 " ORDER BY sequence") == [  # fmt: skip
+        ("user", "Привет, 世界 — what's up?"), ("assistant", "All good 👍")]  # fmt: skip
+
+
+def test_a_ledger_replaced_at_the_same_place_is_exported_afresh(agents, tmp_path):
+    export(tmp_path)
+    mark = ExportMark.objects.get()
+    ExportMark.objects.filter(pk=mark.pk).update(anchor="another ledger's first turn")
+    summary = export(tmp_path)
+    assert "Started afresh: the ledger at this place is not the one exported before" in summary
+    assert "turns: 6" in summary
+
+
+def test_an_endpoint_that_refuses_keeps_the_watermark_and_says_so(agents, tmp_path):
+    with pytest.raises(CommandError, match="did not accept a batch"):
+        call_command("ledger_otel_export", "--endpoint", "http://127.0.0.1:9", "--timeout", "1",
+                     stdout=StringIO(), stderr=StringIO())  # fmt: skip
+    assert ExportMark.objects.get().turns_rowid == 0
+
+
+def test_a_header_that_is_not_name_equals_value_is_refused_before_anything_is_sent(agents):
+    with pytest.raises(CommandError, match="is not NAME=VALUE"):
+        call_command("ledger_otel_export", "--endpoint", "http://127.0.0.1:9", "--header", "x")
+    assert not ExportMark.objects.exists()
