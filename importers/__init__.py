@@ -15,6 +15,8 @@ FORMATS = {
     "claude-code": "importers.claude_code",
     "codex": "importers.codex",
     "otlp": "importers.otlp",
+    "chatgpt": "importers.chatgpt",
+    "claude-ai": "importers.claude_ai",
 }
 
 

@@ -99,7 +99,7 @@ def _read_file(path: Path, report: ImportReport) -> list[Span]:
     if is_blank(path):
         report.empty(str(path))
         return []
-    documents = _documents(path)
+    documents = _documents(path, report)
     if documents is None:
         raise WrongFormat(f"{path} is not {EXPECTED}")
     spans = []
@@ -115,8 +115,9 @@ def _read_file(path: Path, report: ImportReport) -> list[Span]:
     return spans
 
 
-def _documents(path: Path) -> list[tuple[str, dict]] | None:
-    """The OTLP documents of a file: one JSON object, or JSON lines; None when it is neither."""
+def _documents(path: Path, report: ImportReport) -> list[tuple[str, dict]] | None:
+    """The OTLP documents of a file: one JSON object, or JSON lines (a line that is not JSON is
+    listed); None when it is neither."""
     try:
         whole = json.loads(path.read_bytes())
     except (ValueError, RecursionError):
@@ -128,6 +129,8 @@ def _documents(path: Path) -> list[tuple[str, dict]] | None:
     lines = read_jsonl(path)
     if not any("resourceSpans" in r.data for r in lines.records):
         return None
+    for where, why in lines.malformed:
+        report.skipped(where, why)
     return [(r.where, r.data) for r in lines.records if "resourceSpans" in r.data]
 
 
@@ -153,7 +156,10 @@ def _span(raw, service, where: str, report: ImportReport) -> Span | None:
         if failed
         else None,
         attributes=_attributes(raw.get("attributes")),
-        service=service if isinstance(service, str) else None,
+        # The SDK's default name ("unknown_service:python") names no service.
+        service=service
+        if isinstance(service, str) and not service.startswith("unknown_service")
+        else None,
         where=where,
     )
 
@@ -410,7 +416,11 @@ def _model(span: Span) -> str | None:
 
 def _turn_row(span: Span, turn_id: str, parent, conversation: str, by_id) -> dict:
     calls = _model_calls(span)
-    model = _model(span) or next((m for c in calls if (m := _model(c))), None)
+    # The model that answered: the turn's own response model, else its last model call's.
+    model = (
+        span.get(attr.RESPONSE_MODEL) if isinstance(span.get(attr.RESPONSE_MODEL), str) else None
+    )
+    model = model or next((m for c in reversed(calls) if (m := _model(c))), None) or _model(span)
     prompt = span.get(attr.TURN_PROMPT_TOKENS)
     completion = span.get(attr.TURN_COMPLETION_TOKENS)
     total = span.get(attr.TURN_TOTAL_TOKENS)

@@ -22,6 +22,11 @@ CLAUDE = IMPORT_FIXTURES / "claude-code"
 INPUTS = {
     "claude-code": (SAMPLES / "claude-code", CLAUDE / "subagent.jsonl"),
     "codex": (SAMPLES / "codex",),
+    # issue 32: chat exports and OTLP traces (written by OpenTelemetry's and OpenInference's
+    # OpenAI instrumentations against a fake server, see tests/test_import_otlp.py)
+    "chatgpt": (IMPORT_FIXTURES / "chatgpt",),
+    "claude-ai": (IMPORT_FIXTURES / "claude-ai",),
+    "otlp": (IMPORT_FIXTURES / "otlp",),
 }
 TABLES = (*schema.AGENTS_TABLES, *schema.OPTIONAL_TABLES)
 
