@@ -20,7 +20,7 @@ PYTHON ?= $(shell for p in python3.14 python3.13 python3.12 python3 \
 export LEDGER_DB ?= $(CURDIR)/$(DEMO_LEDGER)
 export DJANGO_DB ?= $(CURDIR)/var/django.sqlite3
 
-.PHONY: help setup demo serve test lint browser postgres migrate soak bench
+.PHONY: help setup demo serve test lint browser postgres receiver migrate soak bench
 
 help:
 	@echo "make demo   set up, build the demo ledger, serve it on http://$(HOST):$(PORT)"
@@ -54,6 +54,19 @@ postgres:
 	  echo "Installing Debian's postgresql for the tests"; \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; } \
 	  || { echo "Could not install postgresql: run 'apt-get install postgresql' as root"; exit 1; }; }
+
+# Arize Phoenix, the real OTLP receiver tests/test_otel_receiver.py exports the ledger to (issue
+# 32), from PyPI, in a virtualenv of its own: its hundred-odd dependencies (pandas, grpcio, …)
+# never meet the project's. About 45 s and 800 MB the first time; pinned, so it is not redone.
+PHOENIX_VENV := .venv-phoenix
+PHOENIX_VERSION := 20.26.1
+receiver: $(PHOENIX_VENV)/.installed-$(PHOENIX_VERSION)
+
+$(PHOENIX_VENV)/.installed-$(PHOENIX_VERSION):
+	@test -n "$(PYTHON)" || { echo "No Python >= 3.12 found: install one or pass PYTHON=/path/to/python3.12"; exit 1; }
+	test -x $(PHOENIX_VENV)/bin/python || $(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/python -m pip install --quiet arize-phoenix==$(PHOENIX_VERSION)
+	touch $@
 
 var/secret-key:
 	@mkdir -p var
@@ -102,14 +115,14 @@ POSTGRES_LEDGER_TESTS = $(patsubst %,tests/test_%.py,session_list session_page t
 	turn_and_thread turn_urls compare alternatives fork_markers failed_turns markdown_views tree \
 	request_page pipeline_pages pipeline_charts pipeline_stages cost_chart rollups costs \
 	turn_usage windows hostile_ledger admin health overview databases postgres_ledger \
-	import_command retention search search_index otel_export)
+	import_command retention search search_index otel_export otel_receiver)
 # And in the browser: the walker over the demo ledger shipped into PostgreSQL by ledger_ship
 # (every page and control), and the journeys: session tree and fork, request page and live
 # mode, charts and their click-through, archiving, signing in, search (about 4 min).
 POSTGRES_BROWSER_TESTS = $(patsubst %,tests/e2e/test_%.py,walker sessions pipeline charts \
 	cost_bars archive_journey sign_in search_journeys)
 
-test: setup browser postgres
+test: setup browser postgres receiver
 	$(BIN)/pytest
 	$(BIN)/pytest -p no:cacheprovider --django-db=postgres $(DJANGO_STATE_TESTS)
 	$(BIN)/pytest -p no:cacheprovider --ledger-backend=postgres $(POSTGRES_LEDGER_TESTS) \
