@@ -9,12 +9,8 @@ from ledgerweb.paging import list_envelope
 from pipeline.costs import request_cost
 from pipeline.detail import RequestDetail
 from pipeline.filters import RequestFilters
-from pipeline.listing import RequestPage
+from pipeline.listing import SUMMARY_FIELDS, RequestPage
 
-SUMMARY_FIELDS = (
-    "id", "event_id", "event_type", "event_source", "stage", "status", "principal_id",
-    "session_key", "session_persona", "started_at", "completed_at", "error_stage",
-)  # fmt: skip
 
 
 def request_list(filters: RequestFilters, page: RequestPage) -> dict:

@@ -17,9 +17,15 @@ from pipeline.stages import parse_timings
 
 PAGE_SIZE = 50
 COUNT_CAP = 10_000
+# The columns a row of the JSON twin gives as they are.
+SUMMARY_FIELDS = (
+    "id", "event_id", "event_type", "event_source", "stage", "status", "principal_id",
+    "session_key", "session_persona", "started_at", "completed_at", "error_stage",
+)  # fmt: skip
+# Every column the page and its twin read, loaded with the page: a column left out would be
+# loaded again row by row, by the primary key, which a row without an id does not have.
 LIST_COLUMNS = (
-    "id", "status", "started_at", "completed_at", "event_source", "event_type", "principal_id",
-    "stage", "error_stage", "error_message", "stage_timings", "session_key", "session_persona",
+    *SUMMARY_FIELDS, "error_message", "stage_timings",  # the error line and the duration
     "agent_model", "agent_tokens_prompt", "agent_tokens_completion",  # the row's cost
 )  # fmt: skip
 

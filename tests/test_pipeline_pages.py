@@ -213,6 +213,23 @@ def test_the_list_runs_a_bounded_number_of_queries(
         viewer_client.get("/pipeline/requests/?status=failed")
 
 
+def test_the_list_twin_answers_a_page_holding_a_request_without_an_id(
+    viewer_client, ledger, django_assert_max_num_queries
+):
+    """Every field the twin gives is read with the page: a row without an id cannot be loaded
+    again by its key (that answered 500, "Cannot retrieve deferred field 'event_id'"), and the
+    others cost one query each."""
+    ledger.request(id=None, started_at=T0 + 1, event_id="ev-no-id")
+    for i in range(5):
+        ledger.request(id=f"R{i}", started_at=T0 + 10 + i, event_id=f"ev-{i}")
+    with django_assert_max_num_queries(4, connection=connections[LEDGER]):
+        response = viewer_client.get("/pipeline/requests/?format=json")
+    assert response.status_code == 200
+    rows = response.json()["requests"]
+    assert [(r["id"], r["event_id"]) for r in rows][-2:] == [("R0", "ev-0"), (None, "ev-no-id")]
+    assert viewer_client.get("/pipeline/requests/").status_code == 200
+
+
 # -- The request page ------------------------------------------------------------------------------
 
 
