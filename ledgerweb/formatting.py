@@ -3,6 +3,8 @@
 Plain functions, so the Python row builders and the admin call them directly; the template
 filters and tags of ledgerweb/templatetags/ledger.py are these same functions."""
 
+import json
+
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
@@ -122,3 +124,20 @@ def ledger_bool(value) -> SafeString:
     if value is True or value is False or value is None:
         return mark_safe({True: "yes", False: "no", None: "—"}[value])
     return format_html('<span class="warn">{} (not a boolean)</span>', value)
+
+
+NULL_LABEL, EMPTY_LABEL = "(none)", "(empty)"
+
+
+def value_label(value) -> str:
+    """A ledger value as a chart or a filter names it: NULL and '' are values too, shown
+    distinctly; a value that would read like one of those labels, hides spaces at its ends or
+    starts with a quote is shown quoted (JSON), so no two values share a label."""
+    if value is None:
+        return NULL_LABEL
+    text = str(value)
+    if text == "":
+        return EMPTY_LABEL
+    if text != text.strip() or text in (NULL_LABEL, EMPTY_LABEL) or text.startswith('"'):
+        return json.dumps(text, ensure_ascii=False)
+    return text

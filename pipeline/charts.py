@@ -6,7 +6,6 @@ Every bar a person can click carries the request-list URL that selects exactly t
 (the same window, the same filters), so a chart is also a way into the list.
 """
 
-import json
 import math
 from collections import Counter
 from collections.abc import Callable
@@ -23,11 +22,19 @@ from django.utils import timezone
 from background import lock as background
 from ledgerfacts.timestamps import ms_to_datetime, now_ms
 from ledgerweb.costs import CostSum, TurnCost, turn_cost, usd
+from ledgerweb.formatting import value_label
 from ledgerweb.params import NOT_APPLIED, problem, reject
 from ledgerweb.prices import TokenUsage
 from ledgerweb.sqlite import LedgerQueryTimeout
 from pipeline import rollups
-from pipeline.filters import EXACT, WINDOWS, RequestFilters, value_query, window_bounds
+from pipeline.filters import (
+    AS_STORED,
+    EXACT,
+    WINDOWS,
+    RequestFilters,
+    value_query,
+    window_bounds,
+)
 from pipeline.rollups import HOUR, MAX_STAGE_MS
 from pipeline.stages import STAGE_INDEX, STAGES, STATUSES
 
@@ -61,20 +68,6 @@ DRAWABLE = (
     int(datetime(1000, 1, 1, tzinfo=UTC).timestamp() * 1000),
     int(datetime(9999, 1, 1, tzinfo=UTC).timestamp() * 1000),
 )
-NULL_LABEL, EMPTY_LABEL = "(none)", "(empty)"
-
-
-def value_label(value) -> str:
-    """A column value as a chart names it: NULL and '' are values too, shown distinctly; a value
-    that would read like one of those labels, or hides spaces, is shown quoted."""
-    if value is None:
-        return NULL_LABEL
-    text = str(value)
-    if text == "":
-        return EMPTY_LABEL
-    if text != text.strip() or text in (NULL_LABEL, EMPTY_LABEL):
-        return json.dumps(text)
-    return text
 
 
 def key_order(value) -> tuple[bool, str]:
@@ -170,7 +163,8 @@ class DashboardFilters:
 
     def list_url(self, since_ms: int | None = None, until_ms: int | None = None, **extra) -> str:
         """The request list selecting exactly the rows of a chart's bar. A column value of ''
-        or None selects the empty string or NULL (filters.value_query), never "any"."""
+        or None selects the empty string or NULL, and a hook or a signature is selected as
+        stored (filters.value_query), never "any"."""
         query = {
             "since": since_ms if since_ms is not None else self.since_ms,
             "until": until_ms if until_ms is not None else self.until_ms,
@@ -178,7 +172,7 @@ class DashboardFilters:
         columns = {"source": self.source or "", "persona": self.persona or ""}
         columns = {k: v for k, v in columns.items() if v} | extra
         for param, value in columns.items():
-            if param in EXACT:
+            if param in EXACT or param in AS_STORED:
                 query |= value_query(param, value if value is None else str(value))
             elif value not in ("", None):
                 query[param] = value
@@ -992,7 +986,20 @@ def build_chart(chart: Chart, f: DashboardFilters) -> ChartResult:
     """A chart, with what it left out said first."""
     result = chart.build(f)
     result.notes = left_out_note(result.plan or f.plan) + result.notes
+    for figure in result.figures:
+        _unlink_empty_bars(figure)
     return result
+
+
+def _unlink_empty_bars(figure: dict) -> None:
+    """A bar of nothing leads nowhere: drawn at zero height beside others of its category, its
+    link would select rows the chart does not count (the delivery chart's "(none)" channel
+    without a flag: every request that is not a response)."""
+    for trace in figure["data"]:
+        if trace["type"] == "bar" and "customdata" in trace:
+            values = trace["x" if trace.get("orientation") == "h" else "y"]
+            links = trace["customdata"]
+            trace["customdata"] = [url if n else None for n, url in zip(values, links, strict=True)]
 
 
 def dashboard_data(f: DashboardFilters) -> dict:

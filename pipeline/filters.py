@@ -66,16 +66,29 @@ def value_query(param: str, value: str | None) -> dict[str, str]:
     return {param: value}
 
 
+# Text filters on values the site prints from the ledger (a hook's name, a failure's signature),
+# not columns: written and read like EXACT's (`hook__exact=` for '' or a name with spaces at its
+# ends), never NULL.
+AS_STORED = ("hook", "signature")
+
+
 def _exact_values(params, errors: dict[str, str]) -> dict[str, str | None]:
     values: dict[str, str | None] = {}
     for param in EXACT:
         if read(params, param + ISNULL, choice("1", "true", "on"), errors):
             values[param] = None
-        elif (exact := read_as_is(params, param + EXACT_SUFFIX, text, errors)) is not None:
-            values[param] = exact
-        elif value := read(params, param, text, errors):
+        elif (value := _as_stored(params, param, errors)) is not None:
             values[param] = value
     return values
+
+
+def _as_stored(params, param: str, errors: dict[str, str]) -> str | None:
+    """A value as the site wrote it (`param__exact`: exactly), else as a person typed it
+    (`param`: stripped, blank is "any"); None when neither is given."""
+    exact = read_as_is(params, param + EXACT_SUFFIX, text, errors)
+    if exact is not None:
+        return exact
+    return read(params, param, text, errors) or None
 
 
 def window_bounds(window: str, now: int) -> tuple[int, int]:
@@ -93,8 +106,10 @@ class RequestFilters:
     # Column filters: None selects NULL, "" the empty string (see value_query).
     exact: dict[str, str | None] = field(default_factory=dict)
     q: str = ""  # text in the error message
-    signature: str = ""  # masked error signature (with error_stage: "similar failures")
-    hook: str = ""  # a hook name in hooks_matched
+    # None: any. A masked error signature (with error_stage: "similar failures"); a hook name
+    # in hooks_matched ("" and " sp " are names too, see AS_STORED).
+    signature: str | None = None
+    hook: str | None = None
     hook_state: str = ""  # "", or one of HOOK_STATES
     delivered: str = ""  # "", or one of flags.FLAG_STATES
     window: str = ""  # one of WINDOWS, "custom" (since/until), or "" for all time
@@ -116,8 +131,8 @@ class RequestFilters:
         f = cls(
             exact=_exact_values(params, errors),
             q=value("q"),
-            signature=value("signature"),
-            hook=value("hook"),
+            signature=_as_stored(params, "signature", errors),
+            hook=_as_stored(params, "hook", errors),
             hook_state=value("hook_state", choice(*HOOK_STATES)),
             delivered=value("delivered", choice(*FLAG_STATES)),
             window=window,
@@ -150,10 +165,10 @@ class RequestFilters:
                 qs = qs.filter(**{EXACT[param]: value})
         if self.q:
             qs = qs.filter(error_message__icontains=self.q)
-        if self.signature:  # failed requests only: a signature is a failure's
+        if self.signature is not None:  # failed requests only: a signature is a failure's
             condition, params = self.signature_search.condition()
             qs = qs.filter(_sql(condition, *params))
-        if self.hook:
+        if self.hook is not None:
             column = "hooks_matched" if self.hook_state == "" else "hooks_fired"
             qs = qs.filter(_sql(sqlite.json_array_has(column), self.hook))
             if self.hook_state in ("handled", "shared"):
@@ -174,20 +189,20 @@ class RequestFilters:
     def signature_search(self) -> SignatureSearch:
         """Where the signature's failures are found: stored with the summarised hours, masked
         live in the rest (bounded); its note says which hours it did not search."""
-        return signature_search.search(self.signature, self.since_ms, self.until_ms)
+        return signature_search.search(self.signature or "", self.since_ms, self.until_ms)
 
     def queryset(self, *, newest_first_walk: bool = False):
         return self.apply(NexusRequest.objects.all(), newest_first_walk=newest_first_walk)
 
     def as_query(self, **changes) -> dict[str, str]:
         exact = {}
-        for param, value in self.exact.items():
+        stored = {name: getattr(self, name) for name in AS_STORED}
+        given = {name: value for name, value in stored.items() if value is not None}
+        for param, value in (self.exact | given).items():
             if param not in changes:
                 exact |= value_query(param, value)
         values = {
             "q": self.q,
-            "signature": self.signature,
-            "hook": self.hook,
             "hook_state": self.hook_state,
             "delivered": self.delivered,
         }

@@ -12,14 +12,13 @@ from pipeline.filters import RequestFilters
 from pipeline.listing import SUMMARY_FIELDS, RequestPage
 
 
-
 def request_list(filters: RequestFilters, page: RequestPage) -> dict:
     return list_envelope(filters, page) | {
         # The window's instants [since, until), also for a preset window (filters.window_bounds).
         "since": filters.since_ms,
         "until": filters.until_ms,
         # Hours a signature filter did not search yet (pipeline/signature_search.py).
-        "not_searched": (filters.signature and filters.signature_search.note) or None,
+        "not_searched": (filters.signature is not None and filters.signature_search.note) or None,
         "requests": [
             {name: getattr(row.request, name) for name in SUMMARY_FIELDS}
             | {"duration_ms": row.duration_ms, "error": row.error_line, "cost": _cost(row.request)}

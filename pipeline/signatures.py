@@ -18,9 +18,11 @@ SQL_FUNCTION = "ledger_error_signature"
 
 
 def signature(message) -> str:
+    """The message's first line that holds text (a message may start with a blank line: its
+    signature was "", shared by unrelated failures), spaces collapsed, masked."""
     if not isinstance(message, str) or not message.strip():
         return "(no message)"
-    text = " ".join(message.split("\n", 1)[0].split())[:300]
+    text = " ".join(message.lstrip().split("\n", 1)[0].split())[:300]
     for pattern, replacement in _MASKS:
         text = pattern.sub(replacement, text)
     return text

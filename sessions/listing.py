@@ -14,7 +14,7 @@ from django.utils import timezone
 from ledgerweb import dialect, sqlite
 from ledgerweb.costs import CostSum, usd
 from ledgerweb.paging import capped, keyset_page, page_cursor
-from ledgerweb.params import Cursor, choice, iso_date, read, reject, text
+from ledgerweb.params import Cursor, choice, iso_date, read, read_as_is, reject, text
 from ledgerweb.sqlite import CappedCount
 from ledgerweb.text import first_line
 from sessions.kinds import FORK, KINDS, MAIN, SUBAGENT, RoutingKey
@@ -60,11 +60,16 @@ class SessionFilters:
         def value(name: str, parse=text) -> str:
             return read(params, name, parse, errors) or ""
 
+        def chosen(name: str) -> str:
+            """A value the page offered (a select's option): exactly as stored, spaces and
+            all ('archived ' is not 'archived'); only what a person types is trimmed."""
+            return read_as_is(params, name, text, errors) or ""
+
         f = cls(
             q=value("q"),
-            persona=value("persona"),
-            status=value("status"),
-            channel=value("channel"),
+            persona=chosen("persona"),
+            status=chosen("status"),
+            channel=chosen("channel"),
             kind=value("kind", choice(*KINDS)),
             since=read(params, "since", iso_date, errors),
             until=read(params, "until", iso_date, errors),

@@ -72,7 +72,8 @@ def _session_list_page(request: HttpRequest, filters: SessionFilters, page) -> H
     ctx = {
         "filters": filters,
         "page": page,
-        "personas": sqlite.distinct_values("sessions", "persona", limit=100),
+        # '' is the form's "any": a persona of '' is not offered as a choice of its own.
+        "personas": [p for p in sqlite.distinct_values("sessions", "persona", limit=100) if p],
         "channels": [
             c
             for c in sqlite.distinct_prefixes("sessions", "routing_key", limit=100)

@@ -11,7 +11,7 @@ import pytest
 from builders import LEDGER_DB, T0, parse_fragment, parse_html
 
 from ledgerweb.prices import parse_price_overrides
-from pipeline.charts import CHARTS, MAX_BUCKETS, MAX_CATEGORIES
+from pipeline.charts import CHARTS, MAX_BUCKETS, MAX_CATEGORIES, value_label
 from pipeline.costs import usable_tokens
 
 pytestmark = LEDGER_DB
@@ -153,27 +153,35 @@ def test_every_chart_element_lists_exactly_the_requests_it_counts(
     """(Stage timings count timings, not requests: their bars select nothing.)"""
     # "sonnet" priced as a model genai-prices knows, so that the cost chart draws bars.
     settings.MODEL_PRICES = parse_price_overrides({"sonnet": "claude-sonnet-4-5"}, "test")
-    page_url = chart_url(slug)
-    for headers in ({}, {"HX-Request": "true"}):  # the card as the dashboard loads it, and bare
-        page = viewer_client.get(page_url, headers=headers).content.decode()
+    assert bars_list_what_they_count(viewer_client, odd, chart_url(slug)), slug
+
+
+def bars_list_what_they_count(client, ledger, page_url: str) -> int:
+    """Follow every bar of a chart (the card as the dashboard loads it, and bare) to the list it
+    links to, and check the list holds what the bar counts; a bar of nothing links nowhere.
+    Returns how many bars were followed."""
+    slug = page_url.split("/charts/", 1)[1].split("/", 1)[0]
+    checked = 0
+    for headers in ({}, {"HX-Request": "true"}):
+        page = client.get(page_url, headers=headers).content.decode()
         parse_fragment(page)
-        checked = 0
         for figure in figures(page):
             for name, category, value, url in elements(figure):
                 if not value:
+                    assert url is None, (slug, name, category, url)
                     continue
                 assert url, (slug, name, category)  # every bar with requests is a way in
-                answer = listed(viewer_client, page_url, url)
+                answer = listed(client, page_url, url)
                 if slug == "tokens":
                     ids = [r["id"] for r in answer["requests"]]
-                    assert tokens_of(odd, ids) == value, (name, category, url)
+                    assert tokens_of(ledger, ids) == value, (name, category, url)
                 elif slug == "cost":  # the bar sums the listed requests' costs
                     costs = [r["cost"]["usd"] for r in answer["requests"] if r["cost"]]
                     assert float(sum(map(Decimal, costs))) == value, (name, category, url)
                 else:
                     assert answer["count"] == value, (slug, name, category, url)
                 checked += 1
-        assert checked, slug
+    return checked
 
 
 def test_empty_and_null_values_are_labelled_and_selected_apart(viewer_client, odd):
@@ -378,3 +386,72 @@ def test_a_stage_timing_too_big_for_a_float_is_left_out_and_the_charts_still_dra
     data = viewer_client.get(chart_url("stage-timings", format="json")).json()
     stages = {s["stage"]: (s["min"], s["max"]) for s in data["stages"]}
     assert stages == {"receiveEvent": (3, 5), "runAgent": (2500, 2500)}
+
+
+def test_hooks_named_empty_or_with_spaces_list_exactly_their_requests(viewer_client, ledger):
+    """A hook named "" or " sp " is a hook of its own: its bars' links select that name as
+    stored, neither every request (the filter dropped) nor those of "sp" (the name stripped)."""
+    for n, hook in enumerate(("", " sp ", "sp")):
+        named = json.dumps([hook])
+        for i in range(n + 1):  # 1, 2 and 3 requests: a wrong list shows another count
+            handler = json.dumps({"handled_by": hook})
+            ledger.request(started_at=T0 + 10 * n + i, hooks_matched=named, hooks_fired=named,
+                           hooks_handled=1, hooks_context=handler)  # fmt: skip
+        ledger.request(started_at=T0 + 10 * n + 5, hooks_matched=named)
+    ledger.request(started_at=T0 + 100)  # no hook: what a dropped filter would add
+    assert bars_list_what_they_count(viewer_client, ledger, chart_url("hooks")) == 2 * 3 * 3
+    data = viewer_client.get(chart_url("hooks", format="json")).json()["hooks"]
+    assert {h["hook"]: (h["matched"], h["handled"]) for h in data} == {
+        "": (2, 1),
+        " sp ": (3, 2),
+        "sp": (4, 3),
+    }
+    for h in data:
+        for state, url in h["urls"].items():
+            answer = listed(viewer_client, chart_url("hooks"), url)
+            assert answer["count"] == h[state], (h["hook"], state, url)
+    # The list says which hook it selects, as the chart names it.
+    for h in data:
+        page = viewer_client.get(h["urls"]["matched"]).content.decode()
+        assert f"where hook <code>{html.escape(value_label(h['hook']))}</code>" in page
+    assert {value_label(h["hook"]) for h in data} == {"(empty)", '" sp "', "sp"}
+    table = parse_fragment(viewer_client.get(chart_url("hooks")).content)
+    assert {"".join(code.itertext()) for code in table.iter("code")} == {"(empty)", '" sp "', "sp"}
+
+
+def test_a_responses_chart_links_no_bar_of_nothing(viewer_client, ledger):
+    """The delivery chart's "(none)" channel has a bar of 0 "no flag" beside its delivered ones:
+    its link listed every request that is not a response."""
+    ledger.request(started_at=T0 + 1, delivery_channel=None, delivery_success=1)
+    ledger.request(started_at=T0 + 2, delivery_channel="imessage")  # a response without a flag
+    for i in range(3):
+        ledger.request(started_at=T0 + 10 + i)  # not responses
+    assert bars_list_what_they_count(viewer_client, ledger, chart_url("delivery")) == 2 * 2
+
+
+def test_an_error_whose_first_line_is_empty_is_known_by_its_first_line_of_text(
+    viewer_client, ledger
+):
+    """Its signature was "": its link listed every failure of the stage, and the request page
+    said "100+ similar failures" (the twin: signature null) where 4 share its first words."""
+    first_blank = ["\nTimeout after 5 s", "\n\nTimeout after 70 s", "  \n\tTimeout after 9 s",
+                   "\r\nTimeout after 1 s\nat run (a.ts:1)"]  # fmt: skip
+    others = ["\nDisk full", "Timeout", "Rate limited: 429"]
+    for n, message in enumerate(first_blank + others):
+        ledger.request(id=f"F{n}", started_at=T0 + n, status="failed", error_stage="runAgent",
+                       error_message=message)  # fmt: skip
+    data = viewer_client.get("/pipeline/requests/F0/?format=json").json()
+    assert data["signature"] == "Timeout after <n> s"
+    assert data["similar_failures"] == {"count": 4, "capped": False}
+    query = {"status": "failed", "signature": data["signature"], "error_stage": "runAgent"}
+    similar = listed(viewer_client, "/pipeline/requests/", "?" + urlencode(query))
+    assert sorted(r["id"] for r in similar["requests"]) == ["F0", "F1", "F2", "F3"]
+    signatures = viewer_client.get(chart_url("failures", format="json")).json()["signatures"]
+    assert {s["signature"]: s["count"] for s in signatures} == {
+        "Timeout after <n> s": 4,
+        "Disk full": 1,
+        "Timeout": 1,
+        "Rate limited: <n>": 1,
+    }
+    for row in signatures:
+        assert listed(viewer_client, chart_url("failures"), row["url"])["count"] == row["count"]

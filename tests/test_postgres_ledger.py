@@ -134,6 +134,9 @@ ERROR_MESSAGES = [
     "  spaces\tand\ttabs   everywhere ",
     "x" * 400 + " 42",
     "HTML <script>alert(1)</script> ok",
+    "\nTimeout after 5 s",  # a first line empty, or blank: the first with text is masked
+    "  \n\t\n  Disk full at 3\nmore",
+    "\r\nwindows line 2",
 ]
 
 

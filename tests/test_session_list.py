@@ -1,5 +1,7 @@
 """/sessions/: search, filters in the query string, keyset pages, capped counts, JSON twin."""
 
+from urllib.parse import quote
+
 import pytest
 from builders import LEDGER_DB, T0, parse_fragment, parse_html
 from django.db import connections
@@ -192,6 +194,26 @@ def test_a_status_from_the_address_is_shown_selected(viewer_client, ledger):
     page = viewer_client.get("/sessions/?status=paused").content
     assert ("paused", "paused", True) in _status_options(page)
     assert listed(viewer_client, "status=paused") == ["S-paused"]
+
+
+def test_a_value_the_list_offers_selects_exactly_the_sessions_holding_it(viewer_client, ledger):
+    """Spaces and '' are part of a stored value: the persona select offers " sp ", and
+    ?status=archived%20 names a status of its own. Only the search box's text is trimmed."""
+    for n, value in enumerate(("sp", " sp ", "")):
+        ledger.session(id=f"S-persona-{n}", persona=value, status="active")
+    ledger.session(id="S-archived", status="archived", persona="x")
+    ledger.session(id="S-archived-sp", status="archived ", persona="x", label="Trip")
+    page = viewer_client.get("/sessions/?status=all").content
+    select = parse_html(page).find(".//select[@id='f-persona']")
+    offered = [o.get("value") for o in select][1:]  # after "any" (a persona of '' is not one)
+    assert sorted(offered) == [" sp ", "sp", "x"]
+    for n, value in enumerate(("sp", " sp ")):  # '' is "any" in a form: a person means that
+        assert listed(viewer_client, f"status=all&persona={quote(value)}") == [f"S-persona-{n}"]
+    assert listed(viewer_client, "status=archived%20") == ["S-archived-sp"]
+    assert listed(viewer_client, "status=archived") == ["S-archived"]
+    following = viewer_client.get("/sessions/?status=archived%20").content
+    assert ("archived ", "archived ", True) in _status_options(following)
+    assert listed(viewer_client, "status=all&q=%20Trip%20") == ["S-archived-sp"]  # typed: trimmed
 
 
 @pytest.fixture

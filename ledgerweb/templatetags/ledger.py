@@ -20,6 +20,7 @@ for _format in (
     formatting.short_model,
     formatting.percent,
     formatting.ledger_bool,
+    formatting.value_label,
 ):
     register.filter(_format.__name__, _format)
 

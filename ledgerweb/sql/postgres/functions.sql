@@ -113,8 +113,9 @@ EXCEPTION WHEN duplicate_function THEN NULL;  -- already there: CREATE OR REPLAC
 END $$;
 
 -- pipeline/signatures.py's signature() (registered in Python on SQLite connections): an error
--- message's first line with its variable parts masked. The same masks in the same order, in
--- PostgreSQL's regular expressions (\y is \b); tests/test_postgres_ledger.py holds them equal.
+-- message's first line holding text, with its variable parts masked. The same masks in the same
+-- order, in PostgreSQL's regular expressions (\y is \b); tests/test_postgres_ledger.py holds
+-- them equal.
 CREATE OR REPLACE FUNCTION ledger_error_signature(message text) RETURNS text
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 DECLARE
@@ -123,7 +124,8 @@ BEGIN
     IF message IS NULL OR message ~ '^\s*$' THEN
         RETURN '(no message)';
     END IF;
-    line := left(btrim(regexp_replace(split_part(message, E'\n', 1), '\s+', ' ', 'g'), ' '), 300);
+    line := split_part(regexp_replace(message, '^\s+', ''), E'\n', 1);
+    line := left(btrim(regexp_replace(line, '\s+', ' ', 'g'), ' '), 300);
     line := regexp_replace(line, '"[^"]*"|''[^'']*''|`[^`]*`', '''…''', 'g');
     line := regexp_replace(line,
         '\y[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\y', '<id>', 'gi');
