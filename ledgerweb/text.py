@@ -166,6 +166,27 @@ def plain_preview(text, limit: int = 160) -> str:
     return first_line(" — ".join(found), limit)
 
 
+def plain_words(text, limit: int = 300) -> str:
+    """A text's words on one line, every line of it, as plain words: "I. Introduction\nThe
+    first…" becomes "I. Introduction The first…". Where plain_preview stops at the first line
+    (a title), this goes on: regenerations of one prompt often share their first line and differ
+    in the next ones, and a row of the turn tree is wide enough to show them."""
+    if not isinstance(text, str):
+        return ""
+    found: list[str] = []
+    size = 0
+    for line in text.splitlines()[:200]:  # enough for the limit, whatever the text
+        if not line.strip() or _NO_TEXT.match(line):
+            continue
+        words = _plain_line(line[: limit * 2])
+        if words:
+            found.append(words)
+            size += len(words) + 1
+            if size > limit:
+                break
+    return first_line(" ".join(found), limit)
+
+
 def _plain_line(line: str) -> str:
     line = _LINE_PREFIX.sub("", line)
     if line.lstrip().startswith("|"):  # a table row: its cells

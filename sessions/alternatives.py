@@ -5,16 +5,24 @@ Regenerations, retries and edited prompts are siblings in the tree: turns with t
 looked identical ("What is my little pony about?" four times). For turns that have siblings we
 also read the first words of the answer (or of the first tool call), and a row whose prompt is
 shared by a sibling shows its answer instead, with "2/3" saying which alternative it is.
+
+Regenerations often begin alike ("I. Introduction", "The Chernobyl nuclear power plant accident
+happened on April…" four times in real conversations), so each sibling's line starts where its
+text leaves the siblings' (`TurnInfo.differs_at`): the row writer shows "…" and the words from
+there, and the whole text is a hover away.
 """
 
 from collections import Counter
 from dataclasses import dataclass
 
 from ledgerweb import sqlite
-from ledgerweb.text import plain_preview
+from ledgerweb.text import plain_words
 from sessions import tree
 
-ANSWER_CHARS = 140
+# A sibling's answer is read far enough to find where it leaves the others' (real regenerations
+# share up to ~150 characters); every other row's answer (its hover) to ANSWER_CHARS.
+SIBLING_ANSWER_CHARS = 1_000
+ANSWER_CHARS = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,34 +57,64 @@ def alternatives_of(layout: tree.Layout) -> dict[str, Alternative]:
     (one query), so that siblings sharing a prompt can show what differs."""
     groups = sibling_groups(layout)
     turns = {row.node.id: row.node.data for group in groups for row in group}
-    add_answers(turns)
+    add_answers(turns, SIBLING_ANSWER_CHARS)
     found = {}
     for group in groups:
         prompts = Counter(row.node.data.preview for row in group)  # linear: groups can be huge
+        shown = []
         for position, row in enumerate(group, start=1):
             shared = prompts[row.node.data.preview] > 1
             found[row.node.id] = Alternative(position, len(group), shared, row.on_head_path)
+            shown.append(row.node.data.answer if shared else row.node.data.preview)
+        for row, at in zip(group, where_they_differ(shown), strict=True):
+            row.node.data.differs_at = at
     return found
 
 
-def add_answers(turns: dict) -> None:
+def where_they_differ(texts: list[str]) -> list[int]:
+    """For each text, where it leaves the one most like it: the longest prefix it shares with
+    any other. Sorted, a text's closest neighbours share its longest prefix, so a group of
+    20,000 siblings costs a sort, not 20,000² comparisons."""
+    order = sorted(range(len(texts)), key=texts.__getitem__)
+    shared = [0] * len(texts)
+    for before, after in zip(order, order[1:], strict=False):
+        common = _common_prefix(texts[before], texts[after])
+        shared[before] = max(shared[before], common)
+        shared[after] = max(shared[after], common)
+    return shared
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def add_answers(turns: dict, chars: int = ANSWER_CHARS) -> None:
     """Each turn's answer in a line: its first assistant message, else its first tool call (name
-    and the start of its parameters). One query, whatever the number of turns."""
+    and the start of its parameters). One query, whatever the number of turns; a turn whose
+    answer was read already is not read again (the tree's rows ask for theirs page by page)."""
+    turns = {k: t for k, t in turns.items() if not t.answer_read}
     if not turns:
         return
     ids_sql, ids = sqlite.in_list(turns)
     for turn_id, message, call_name, call_params in sqlite.rows(
         f"""SELECT t.value,
-                (SELECT substr(m.content, 1, 400) FROM messages m
+                (SELECT substr(m.content, 1, %s) FROM messages m
                  WHERE m.turn_id = t.value AND m.role = 'assistant' ORDER BY m.sequence LIMIT 1),
                 c.tool_name, substr(c.parameters, 1, 200)
             FROM {ids_sql} AS t
             LEFT JOIN tool_calls c ON c.id = (
                 SELECT id FROM tool_calls WHERE turn_id = t.value ORDER BY sequence LIMIT 1)""",
-        ids,
+        [chars * 2, *ids],
     ):
-        answer = plain_preview(message, ANSWER_CHARS)
+        answer = plain_words(message, chars)
         if not answer and call_name is not None:
             params = call_params if isinstance(call_params, str) else ""
             answer = f"{call_name}({' '.join(params.split())[:100]})"
         turns[turn_id].answer = answer
+    for turn in turns.values():
+        turn.answer_read = True

@@ -7,7 +7,7 @@ from ledgerweb import sqlite
 from ledgerweb.costs import CostSum, TurnCost
 from ledgerweb.db import ledger_identity
 from ledgerweb.prices import TokenUsage
-from ledgerweb.text import plain_preview
+from ledgerweb.text import plain_words
 from sessions import tree
 from sessions.alternatives import Alternative, alternatives_of
 from sessions.forking import fork_point_of, forks_by_point
@@ -19,6 +19,9 @@ FAILED = "failed"
 KNOWN_TURN_STATUSES = {"pending", "streaming", "completed", FAILED}
 # A fork inherits its origin's thread; show at most this many inherited turns above it.
 INHERITED_LIMIT = 10_000
+# A turn's prompt as the tree keeps it: a row shows what fits its width (60 characters at
+# 1280 px, more in a wider window), its hover the rest.
+PROMPT_CHARS = 300
 
 
 # Slots: a big session makes thousands of these per page, and each __dict__ is one more object
@@ -43,7 +46,12 @@ class TurnInfo:
     preview: str = ""
     compaction_summary: str | None = None
     inherited: bool = False  # a turn of the origin session, above a fork's own turns
-    answer: str = ""  # read only for turns with siblings (sessions/alternatives.py)
+    # Its first assistant message (or tool call) in words: read with the tree for turns with
+    # siblings, for the others with the window of rows that shows them (the rows' hover).
+    answer: str = ""
+    answer_read: bool = False
+    # Where the row's text (its answer, or its prompt) leaves its siblings' (alternatives.py).
+    differs_at: int = 0
     billed: TokenUsage | None = None  # what its calls billed (optional turn_usage table)
     cost: TurnCost | None = None  # None: no tokens to price
 
@@ -237,21 +245,21 @@ def add_aggregates(turns: dict[str, TurnInfo]) -> None:
     # match; ordering by role first would sort each turn's messages in a temporary b-tree.
     for turn_id, content in sqlite.rows(
         f"""SELECT t.value, coalesce(
-                (SELECT substr(m.content, 1, 400) FROM messages m
+                (SELECT substr(m.content, 1, %s) FROM messages m
                  WHERE m.turn_id = t.value AND m.role = 'user' ORDER BY m.sequence LIMIT 1),
-                (SELECT substr(m.content, 1, 400) FROM messages m
+                (SELECT substr(m.content, 1, %s) FROM messages m
                  WHERE m.turn_id = t.value ORDER BY m.sequence LIMIT 1))
             FROM {ids_sql} AS t""",
-        ids,
+        [PROMPT_CHARS * 2, PROMPT_CHARS * 2, *ids],
     ):
         if content is not None:
-            turns[turn_id].preview = plain_preview(content, 140)
+            turns[turn_id].preview = plain_words(content, PROMPT_CHARS)
     if "compactions" in tables:
         for turn_id, summary in sqlite.rows(
-            f"SELECT turn_id, substr(summary, 1, 400) FROM compactions WHERE turn_id IN {ids_sql}",
-            ids,
+            f"SELECT turn_id, substr(summary, 1, %s) FROM compactions WHERE turn_id IN {ids_sql}",
+            [PROMPT_CHARS * 2, *ids],
         ):
-            turns[turn_id].compaction_summary = plain_preview(summary, 140) or "(no summary)"
+            turns[turn_id].compaction_summary = plain_words(summary, PROMPT_CHARS) or "(no summary)"
 
 
 def add_costs(turns: dict[str, TurnInfo], tables: set[str] | None = None) -> None:

@@ -3,7 +3,7 @@ one page of rows at a time."""
 
 from dataclasses import dataclass
 
-from sessions.alternatives import Alternative
+from sessions.alternatives import Alternative, add_answers
 from sessions.detail import SessionTree, TurnInfo
 from sessions.gutter import Gutter, Gutters
 from sessions.tree import Fold, Layout, Row, fold_straight_runs
@@ -15,7 +15,7 @@ MIN_FOLD = 8
 # unfolded).
 PAGE_ROWS = 1_000
 PAGE_BYTES = 2_000_000
-ROW_BYTES = 800  # a row's HTML without its gutter's lines, about (rows_html)
+ROW_BYTES = 1_500  # a row's HTML without its gutter's lines, about (rows_html): ~600 of text
 LANE_BYTES = 50  # one lane's line in a row's gutter, about
 
 
@@ -160,6 +160,9 @@ def tree_page(
                 forks_here=len(session_tree.forks_at.get(row.node.id, ())),
             )
         )
+    # Each row's hover holds its answer: read for the rows of this window only (turns with
+    # siblings have theirs already), one query, kept with the tree.
+    add_answers({item.turn.id: item.turn for item in items if item.turn is not None})
     return TreePage(items, start + 1, len(shown), per_page)
 
 

@@ -129,6 +129,16 @@ def _calls(count: int, failed: int) -> str:
 
 
 @lru_cache(maxsize=256)
+def _failed_calls(failed: int) -> str:
+    """A row too narrow for its tool-call column still says that calls failed (the stylesheet
+    shows this badge only then)."""
+    if not failed:
+        return ""
+    calls = "1 tool call" if failed == 1 else f"{failed} tool calls"
+    return f'<span class="mark mark-failed-calls" title="{calls} failed">✕ {failed} failed</span>'
+
+
+@lru_cache(maxsize=256)
 def _branch(label: str) -> str:
     if not label:
         return ""
@@ -152,20 +162,34 @@ def _alternative(alt: Alternative | None) -> str:
     return f'<span class="alt{head}" title="{title}">{alt.position}/{alt.count}</span>'
 
 
+# A sibling's line starts a few characters before it leaves the siblings' text ("… 26, 1986 in
+# Pripyat"), so the words that differ are in view; a text that differs early starts as is.
+DIFFERS_EARLY = 24
+CONTEXT_BEFORE = 12
+
+
+def from_where_it_differs(text: str, differs_at: int) -> str:
+    """`text` from a word or so before `differs_at`, with "…" for what is left out."""
+    if differs_at <= DIFFERS_EARLY or differs_at >= len(text):
+        return text
+    start = text.rfind(" ", 0, differs_at - CONTEXT_BEFORE) + 1
+    return "…" + text[start:] if start > 0 else text
+
+
 def _preview(t, alt: Alternative | None) -> str:
-    """The row's line: the prompt; the answer where a sibling asks the same (regenerations)."""
+    """The row's line: the prompt; the answer where a sibling asks the same (regenerations),
+    from where the siblings' texts part. The hover holds the prompt and the answer."""
     if t.is_compaction:
-        return f'<span class="preview">{escape(t.compaction_summary)}</span>'
+        title = escape(t.compaction_summary)
+        return f'<span class="preview" title="{title}">{title}</span>'
     prompt = t.preview or "(no message)"
-    if alt is None:
-        return f'<span class="preview">{escape(prompt)}</span>'
-    title = escape(f"{prompt}\n↳ {t.answer or '(no answer)'}")
-    if alt.same_prompt:
-        return (
-            f'<span class="preview answer" title="{title}">↳ {escape(t.answer or "(no answer)")}'
-            "</span>"
-        )
-    return f'<span class="preview" title="{title}">{escape(prompt)}</span>'
+    answer = t.answer or ("(no answer)" if t.answer_read else "")
+    title = escape(f"{prompt}\n↳ {answer}" if answer else prompt)
+    if alt is not None and alt.same_prompt:
+        shown = escape(from_where_it_differs(t.answer or "(no answer)", t.differs_at))
+        return f'<span class="preview answer" title="{title}">↳ {shown}</span>'
+    shown = escape(from_where_it_differs(prompt, t.differs_at if alt else 0))
+    return f'<span class="preview" title="{title}">{shown}</span>'
 
 
 def _row(item: TreeItem, url: str, gutter_svg: str, model_html: str) -> str:
@@ -183,7 +207,8 @@ def _row(item: TreeItem, url: str, gutter_svg: str, model_html: str) -> str:
         f"{' aria-current="true"' if item.selected else ''}>"
         f"{gutter_svg}"
         f'<span class="marks">{_marks(item.marks)}{_problems(item.problems)}'
-        f"{_branch(item.branch_label)}{_forks(item.forks_here)}</span>"
+        f"{_branch(item.branch_label)}{_forks(item.forks_here)}"
+        f"{_failed_calls(t.failed_tool_calls)}</span>"
         f"{_alternative(item.alternative)}{_preview(t, item.alternative)}"
         f'<span class="facts">{model_html}{_tokens(t.total_tokens)}{_cost(t.cost)}'
         f"{_calls(t.tool_calls, t.failed_tool_calls)}"

@@ -33,6 +33,18 @@
     row.classList.add("cursor");
     row.focus({ preventScroll: true });
     showInTree(tree, row, "nearest");
+    peek(row);
+  }
+  // The peek below the tree: the whole prompt and answer of the row the keyboard is on (a row
+  // shows what fits its width; its hover, the preview's title, holds the same).
+  function peek(row) {
+    var box = document.querySelector("[data-peek]");
+    var preview = row && row.querySelector(".preview");
+    if (!box || !preview) return;
+    var parts = (preview.getAttribute("title") || preview.textContent).split("\n↳ ");
+    box.querySelector(".peek-prompt").textContent = parts[0];
+    box.querySelector(".peek-answer").textContent = parts.length > 1 ? "↳ " + parts.slice(1).join("\n↳ ") : "";
+    box.hidden = false;
   }
   // A turn's URL, as the server writes it: ids are encoded twice (the path's encoding of the
   // converter's), and "." or ".." must not read as a dot segment.
@@ -90,8 +102,11 @@
       case "]": goToTurn(tree, row.dataset.sibling); break;
       case "Enter": row.click(); break;
       case "t":
-        if (row.dataset.turn) window.location.href = row.getAttribute("href") + "thread/";
+        if (row.dataset.turn) window.location.href = row.getAttribute("href").split("?")[0] + "thread/";
         break;
+      case "p": { var box = layoutBox(); if (box) showPanel(box, box.classList.contains("panel-closed")); break; }
+      case "<": nudgePanel(80); break;
+      case ">": nudgePanel(-80); break;
       default: return;
     }
     event.preventDefault();
@@ -135,6 +150,7 @@
     var row = rowOf(tree, hashedTurn()) || tree.querySelector(".tree-row.selected");
     if (!row) return;
     row.classList.add("cursor");
+    peek(row);
     showInTree(tree, row, "center");
     var at = row.getBoundingClientRect();
     if (at.top < 0 || at.bottom > window.innerHeight) row.scrollIntoView({ block: "nearest" });
@@ -153,7 +169,90 @@
       "&b=" + encodeURIComponent(row.dataset.turn);
   }, true);
 
+  // A row reached with Tab shows its whole prompt and answer too.
+  document.addEventListener("focusin", function (event) {
+    var row = event.target.closest && event.target.closest(".tree-row[data-turn]");
+    if (row) peek(row);
+  });
+
+  // -- The split between the tree and the panel (issue 28) ----------------------------------
+  // Drag the splitter, or press ←/→ on it (or < and > anywhere): the panel narrows or widens;
+  // p hides the panel and gives the tree the whole width. Kept per browser, for every session.
+  var PANEL_WIDTH = "ledgerweb.panelWidth", PANEL_CLOSED = "ledgerweb.panelClosed";
+  var MIN_PANEL = 280, MIN_TREE = 420;
+  function remember(key, value) {
+    try { if (value === null) localStorage.removeItem(key); else localStorage.setItem(key, value); } catch (e) { /* private mode */ }
+  }
+  function recall(key) { try { return localStorage.getItem(key); } catch (e) { return null; } }
+  function layoutBox() { return document.querySelector("[data-session-layout]"); }
+  function panelWidth(box) {
+    var panel = box.querySelector(".panel");
+    return panel ? panel.getBoundingClientRect().width : 0;
+  }
+  function setPanelWidth(box, px, keep) {
+    var most = Math.max(MIN_PANEL, box.getBoundingClientRect().width - MIN_TREE);
+    px = Math.round(Math.min(Math.max(px, MIN_PANEL), most));
+    box.style.setProperty("--panel-width", px + "px");
+    var splitter = box.querySelector("[data-splitter]");
+    if (splitter) splitter.setAttribute("aria-valuenow", String(px));
+    if (keep) remember(PANEL_WIDTH, String(px));
+  }
+  function showPanel(box, open) {
+    box.classList.toggle("panel-closed", !open);
+    remember(PANEL_CLOSED, open ? null : "1");
+    var toggle = document.querySelector("[data-panel-toggle]");
+    if (toggle) toggle.textContent = open ? "hide the panel" : "show the panel";
+  }
+  function nudgePanel(by) {
+    var box = layoutBox();
+    if (!box) return;
+    if (box.classList.contains("panel-closed")) showPanel(box, true);
+    setPanelWidth(box, panelWidth(box) + by, true);
+  }
+  function startLayout() {
+    var box = layoutBox();
+    if (!box) return;
+    var kept = Number(recall(PANEL_WIDTH));
+    if (kept) setPanelWidth(box, kept, false);
+    if (recall(PANEL_CLOSED)) showPanel(box, false);
+    var toggle = document.querySelector("[data-panel-toggle]");
+    if (toggle) toggle.hidden = false;
+    var splitter = box.querySelector("[data-splitter]");
+    if (!splitter) return;
+    splitter.addEventListener("pointerdown", function (event) {
+      event.preventDefault();
+      splitter.setPointerCapture(event.pointerId);
+      splitter.classList.add("dragging");
+      var right = box.getBoundingClientRect().right;
+      function follow(move) { setPanelWidth(box, right - move.clientX, false); }
+      function stop() {
+        splitter.classList.remove("dragging");
+        splitter.removeEventListener("pointermove", follow);
+        remember(PANEL_WIDTH, String(Math.round(panelWidth(box))));
+      }
+      splitter.addEventListener("pointermove", follow);
+      splitter.addEventListener("pointerup", stop, { once: true });
+      splitter.addEventListener("pointercancel", stop, { once: true });
+    });
+    splitter.addEventListener("dblclick", function () {
+      box.style.removeProperty("--panel-width");
+      remember(PANEL_WIDTH, null);
+    });
+    splitter.addEventListener("keydown", function (event) {
+      if (event.key !== "ArrowLeft" && event.key !== "ArrowRight") return;
+      event.preventDefault();
+      event.stopPropagation();  // not the tree's h/l
+      nudgePanel(event.key === "ArrowLeft" ? 40 : -40);
+    });
+  }
+  document.addEventListener("click", function (event) {
+    var toggle = event.target.closest && event.target.closest("[data-panel-toggle]");
+    var box = layoutBox();
+    if (toggle && box) showPanel(box, box.classList.contains("panel-closed"));
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
+    startLayout();
     var tree = document.querySelector(".tree");
     if (tree) showStart(tree);
   });
