@@ -4,11 +4,12 @@ import logging
 import re
 
 from django.db import OperationalError
+from django.db.utils import DatabaseErrorWrapper
 from django.http import JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 
-from ledgerweb.db import ledger_is_postgres, ledger_shown_to
+from ledgerweb.db import LEDGER_ALIASES, ledger_is_postgres, ledger_shown_to
 from ledgerweb.http import wants_json
 from ledgerweb.roles import has_a_role
 from ledgerweb.sqlite import LedgerQueryTimeout, is_interrupted
@@ -24,6 +25,20 @@ def _where_for_staff(request) -> str:
     if staff:
         return f" Ledger {what}: {ledger_shown_to(staff)}"
     return f" Ledger {what}: {ledger_shown_to(staff)} (staff see where it is)."
+
+
+def failed_database(error: BaseException) -> str | None:
+    """The alias of the database an error came from: Django raises every database error through
+    the failing connection's DatabaseErrorWrapper, whose frame is in the traceback (None for an
+    error raised elsewhere)."""
+    alias = None
+    tb = error.__traceback__
+    while tb is not None:
+        wrapper = tb.tb_frame.f_locals.get("self")
+        if isinstance(wrapper, DatabaseErrorWrapper):
+            alias = wrapper.wrapper.alias
+        tb = tb.tb_next
+    return alias
 
 
 class LedgerErrorMiddleware:
@@ -44,6 +59,20 @@ class LedgerErrorMiddleware:
                 message=str(exception)
                 if limit
                 else "A ledger query was stopped by the time limit.",
+            )
+        if isinstance(exception, OperationalError) and failed_database(exception) not in (
+            None,
+            *LEDGER_ALIASES,
+        ):
+            # ledgerweb's own database (users, sessions, the search index) was busy or down: not
+            # the ledger, which may be perfectly readable.
+            logger.warning("ledgerweb's database unavailable on %s: %s", request.path, exception)
+            return self._error_page(
+                request,
+                status=503,
+                title="ledgerweb is busy",
+                message=f"ledgerweb's own database could not be used just now ({exception})."
+                " Nothing was lost: try again in a moment.",
             )
         if isinstance(exception, OperationalError):
             logger.warning("ledger unavailable on %s: %s", request.path, exception)

@@ -4,10 +4,17 @@ Three tables in ledgerweb's own database:
 - search_row: one row per indexed document, which is a ledger row (all its text fields) or one
   later chunk of a huge field. It keeps small integers only: the kind, the ledger rowid (its
   ids, text and current status are read back from the ledger), the chunk, and the values
-  filters need (status, persona, channel, session) as ids of search_value.
+  filters need (status, persona, channel, session) as ids of search_value. A row of several
+  documents (a field over 64 KB) has `head`, its first document's id, on each of them; each
+  of them also holds the tokens PIECES and piece_token(kind, src), so that a query finds such
+  rows quickly and decides each one as a whole (search/results.py).
+- search_pending: rows whose later chunks are still to be indexed (where the next one starts):
+  a huge value is indexed a slice per step, each in a short transaction (indexer.py).
 - search_value: each distinct status, persona, channel and session id, once.
 - search_text: a contentless FTS5 table over the documents (rowid = search_row.id) with
-  detail=none: it records which documents hold a word, not where. That keeps the index at a
+  detail=none: it records which documents hold a token, not where. The tokens are cut in
+  Python (search/words.py, the same on PostgreSQL) and handed to FTS5 as words separated by
+  spaces, so its `ascii` tokenizer keeps each whole. That keeps the index at a
   fraction of the text (docs/benchmarks.md); a phrase is found as all its words here, then
   checked on the text read back from the ledger (search/results.py).
 
@@ -32,9 +39,12 @@ from django.db import connection
 from ledgerweb.state_db import on_postgres
 from search import engine_postgres
 
-# Letters, digits and '_' make a token: session_fork and run_terminal_command_v2 are one word
-# each, file paths are their parts. Case and diacritics are folded.
-TOKENIZER = "unicode61 tokenchars '_'"
+# The tokens arrive cut and folded (search/words.py): FTS5 only splits them at spaces (every
+# character past ASCII, and '_', is part of a token for the ascii tokenizer).
+TOKENIZER = "ascii tokenchars '_'"
+# Tokens no query can make (words.py never yields '·'): on every document of a row of several
+# documents, and on each of one row's documents.
+PIECES = "·pieces"
 # A document's id is its time in ms (or the next free id): the gaps between the ids of a word's
 # documents stay small, and so its list in the index (a varint per gap).
 MAX_MS = (1 << 62) - 1  # a time beyond this (junk) is clamped
@@ -44,20 +54,25 @@ KIND_CODES = {kind: code for code, kind in enumerate(KINDS)}
 # The row's values kept (as search_value ids) for filters.
 VALUE_COLUMNS = ("status", "persona", "channel", "session")
 
+PENDING_TABLE = """CREATE TABLE IF NOT EXISTS search_pending (
+    kind INTEGER NOT NULL, src BIGINT NOT NULL, head BIGINT NOT NULL, field INTEGER NOT NULL,
+    next_offset BIGINT NOT NULL, PRIMARY KEY (kind, src))"""
 TABLES = [
     """CREATE TABLE IF NOT EXISTS search_row (
         id INTEGER PRIMARY KEY, kind INTEGER NOT NULL, src INTEGER NOT NULL,
         chunk INTEGER NOT NULL DEFAULT 0, field INTEGER NOT NULL DEFAULT 0,
         status INTEGER, persona INTEGER, channel INTEGER, session INTEGER,
-        open INTEGER NOT NULL DEFAULT 0)""",
+        open INTEGER NOT NULL DEFAULT 0, head INTEGER)""",
     # Only open rows are ever looked up by ledger row (to read them again): a partial index.
     "CREATE INDEX IF NOT EXISTS search_row_open ON search_row(kind, src) WHERE open != 0",
+    "CREATE INDEX IF NOT EXISTS search_row_head ON search_row(head) WHERE head IS NOT NULL",
+    PENDING_TABLE,
     "CREATE TABLE IF NOT EXISTS search_value (id INTEGER PRIMARY KEY, text TEXT NOT NULL UNIQUE)",
     f"""CREATE VIRTUAL TABLE IF NOT EXISTS search_text
         USING fts5(body, content='', columnsize=0, detail=none, tokenize="{TOKENIZER}")""",
 ]
 DROP = ["DROP TABLE IF EXISTS search_text", "DROP TABLE IF EXISTS search_item"] + [
-    f"DROP TABLE IF EXISTS {name}" for name in ("search_row", "search_value")
+    f"DROP TABLE IF EXISTS {name}" for name in ("search_row", "search_value", "search_pending")
 ]
 
 
@@ -69,6 +84,11 @@ class QueryNotUnderstood(Exception):
     """The engine could not parse a query (query.py catches most cases before)."""
 
 
+def piece_token(kind: str, src: int) -> str:
+    """The token every document of one row of several documents holds."""
+    return f"·{KIND_CODES[kind]}x{src}"
+
+
 @dataclass
 class Doc:
     """One document to index (a ledger row's text fields, or one chunk of a huge field), and
@@ -76,7 +96,7 @@ class Doc:
 
     kind: str  # message, tool_call, request, session, compaction
     src: int  # the ledger row's rowid
-    text: str
+    tokens: list[str]  # its distinct tokens (search/words.py), cut before the write lock
     at: int  # Unix ms: the row's time
     chunk: int = 0  # byte offset of this piece in its field (0: the row's first pieces)
     field: int = 0  # the field a chunk belongs to (its place in the kind's fields)
@@ -87,10 +107,19 @@ class Doc:
     # The row may still change: the fingerprint of what it was when indexed (indexer.py reads it
     # again and indexes it again when that changed); 0: settled.
     open: int = 0
+    # A field over one chunk (indexer.CHUNK), the first such: the row's later chunks are
+    # documents of their own (indexer.py indexes them a slice per step).
+    long_field: int | None = None
+
+    @property
+    def pieces(self) -> bool:
+        """Whether this is the first document of several."""
+        return self.long_field is not None
 
 
 def create_tables(cursor) -> None:
-    tables = engine_postgres.TABLES if cursor.db.vendor == "postgresql" else TABLES
+    on_pg = cursor.db.vendor == "postgresql"
+    tables = [*engine_postgres.TABLES, PENDING_TABLE] if on_pg else TABLES
     for sql in tables:
         cursor.execute(sql)
 
@@ -109,6 +138,7 @@ def clear() -> None:
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM search_row")
         cursor.execute("DELETE FROM search_value")
+        cursor.execute("DELETE FROM search_pending")
         # A contentless FTS5 table is emptied by its own command, not by DELETE.
         cursor.execute("INSERT INTO search_text (search_text) VALUES ('delete-all')")
 
@@ -118,32 +148,119 @@ def first_id(at) -> int:
     return min(max(at, 0), MAX_MS)
 
 
-def add(docs: list[Doc]) -> None:
-    """Index docs, each with the next free id at its time. Runs under the index's write lock,
-    so the ids counted from max(id) are free."""
+def add(docs: list[Doc]) -> dict[tuple[str, int], int]:
+    """Index docs (rows' first documents), each with the next free id at its time. Runs under
+    the index's write lock, so the ids counted from max(id) are free. Returns the id of each
+    row of several documents (its head), by (kind, src)."""
     if not docs:
-        return
+        return {}
+    heads = {}
     with connection.cursor() as cursor:
         values = _value_ids(cursor, docs)
         ids = _IdAllocator(cursor)
         rows, texts = [], []
         for doc in docs:
             doc_id = ids.take(first_id(doc.at))
+            tokens = doc.tokens
+            if doc.pieces:
+                heads[(doc.kind, doc.src)] = doc_id
+                tokens = [*tokens, PIECES, piece_token(doc.kind, doc.src)]
             filtered = (doc.status, doc.persona, doc.channel, doc.session_id)
             rows.append(
                 (doc_id, KIND_CODES[doc.kind], doc.src, doc.chunk, doc.field,
-                 *(values.get(_value(v)) for v in filtered), doc.open)
+                 *(values.get(_value(v)) for v in filtered), doc.open,
+                 doc_id if doc.pieces else None)
             )  # fmt: skip
-            texts.append((doc_id, doc.text))
-        if on_postgres():
-            engine_postgres.insert_rows(cursor, rows, texts)
-            return
-        cursor.executemany(
-            "INSERT INTO search_row (id, kind, src, chunk, field, status, persona, channel, "
-            "session, open) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            rows,
+            texts.append((doc_id, tokens))
+        _insert(cursor, rows, texts)
+    return heads
+
+
+def add_pieces(kind: str, src: int, head: int, pieces: list[tuple[int, int, list[str]]]) -> None:
+    """Index later chunks of a row of several documents: (field, byte offset, tokens) each,
+    with the values of its first document (head), at ids after it."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT status, persona, channel, session, open FROM search_row WHERE id = %s",
+            [head],
         )
-        cursor.executemany("INSERT INTO search_text (rowid, body) VALUES (%s, %s)", texts)
+        found = cursor.fetchone()
+        if found is None:  # the row was forgotten meanwhile (read again): nothing to add to
+            return
+        ids = _IdAllocator(cursor)
+        rows, texts = [], []
+        for field_index, offset, tokens in pieces:
+            doc_id = ids.take(head)
+            rows.append((doc_id, KIND_CODES[kind], src, offset, field_index, *found, head))
+            texts.append((doc_id, [*tokens, PIECES, piece_token(kind, src)]))
+        _insert(cursor, rows, texts)
+
+
+def _insert(cursor, rows: list[tuple], texts: list[tuple[int, list[str]]]) -> None:
+    if on_postgres():
+        engine_postgres.insert_rows(cursor, rows, texts)
+        return
+    cursor.executemany(
+        "INSERT INTO search_row (id, kind, src, chunk, field, status, persona, channel, "
+        "session, open, head) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        rows,
+    )
+    cursor.executemany(
+        "INSERT INTO search_text (rowid, body) VALUES (%s, %s)",
+        [(doc_id, " ".join(tokens)) for doc_id, tokens in texts],
+    )
+
+
+# -- Rows whose later chunks are still to be indexed ---------------------------------------------
+
+
+@dataclass
+class Pending:
+    kind: str
+    src: int
+    head: int
+    field: int
+    next_offset: int
+
+
+def pending(limit: int) -> list[Pending]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT kind, src, head, field, next_offset FROM search_pending ORDER BY head LIMIT %s",
+            [limit],
+        )
+        return [Pending(KINDS[k], src, head, f, at) for k, src, head, f, at in cursor.fetchall()]
+
+
+def pending_count() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM search_pending")
+        return cursor.fetchone()[0]
+
+
+def set_pending(kind: str, src: int, head: int, field: int | None, next_offset: int) -> None:
+    """Where a row's next chunk starts; field None: the row is done."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM search_pending WHERE kind = %s AND src = %s", [KIND_CODES[kind], src]
+        )
+        if field is not None:
+            cursor.execute(
+                "INSERT INTO search_pending (kind, src, head, field, next_offset)"
+                " VALUES (%s, %s, %s, %s, %s)",
+                [KIND_CODES[kind], src, head, field, next_offset],
+            )
+
+
+def is_pending(item: Pending) -> bool:
+    """Whether a pending row is still where `item` says (no other step moved it meanwhile)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT 1 FROM search_pending WHERE kind = %s AND src = %s AND head = %s"
+            " AND field = %s AND next_offset = %s",
+            [KIND_CODES[item.kind], item.src, item.head, item.field, item.next_offset],
+        )
+        return cursor.fetchone() is not None
 
 
 class _IdAllocator:
@@ -213,6 +330,10 @@ def forget(kind: str, srcs: list[int]) -> None:
             marks = ", ".join(["%s"] * len(part))
             cursor.execute(
                 f"DELETE FROM search_row WHERE open != 0 AND kind = %s AND src IN ({marks})",
+                [KIND_CODES[kind], *part],
+            )
+            cursor.execute(
+                f"DELETE FROM search_pending WHERE kind = %s AND src IN ({marks})",
                 [KIND_CODES[kind], *part],
             )
 

@@ -10,8 +10,14 @@ id and time) that must still be there, and no table may hold fewer rows than the
 A replaced or rebuilt ledger fails the check and the index starts again from nothing, never
 mixing the two.
 
-Huge fields are read in chunks of CHUNK bytes, so a 10 MB tool result never sits in memory
-whole; text is read as bytes and decoded leniently, so invalid UTF-8 cannot stop the build.
+Every step is bounded in time and in bytes, and never holds ledgerweb's own database while it
+reads the ledger or cuts words: rows are read and their tokens cut first, then written in one
+short transaction (which checks that no other worker moved the mark meanwhile). A row's first
+document holds its fields' first CHUNK bytes; a field longer than that goes on in later chunks,
+indexed SLICE bytes per step and transaction (search_pending says where the next starts), so a
+60 MB tool result is indexed over many short steps instead of one long one that a worker's
+timeout kills while sign-ins wait for the lock. Text is read as bytes and decoded leniently, so
+invalid UTF-8 cannot stop the build.
 """
 
 import math
@@ -28,12 +34,14 @@ from ledgerfacts.timestamps import now_ms
 from ledgerweb import dialect, sqlite
 from ledgerweb.db import ledger_identity
 from ledgerweb.pg_schema import ROWIDS_FIX
-from search import engine
+from search import engine, words
 from search.models import IndexState
 
 CHUNK = 64 * 1024
 OVERLAP = 256  # bytes each chunk repeats from the next, so a word cut at a border is still found
 BATCH = 500  # ledger rows read per query
+BATCH_BYTES = 1_000_000  # text read per batch of rows, at most (and at least one row)
+SLICE = 16 * CHUNK  # bytes of a huge field read, cut and written per transaction
 OPEN_STATUSES = ("pending", "streaming", "processing", "running")
 COUNT_CAP = 10_000
 OPEN_CHECKED = 5_000  # open rows whose fingerprint a step compares, at most
@@ -252,8 +260,8 @@ def _ms(at) -> int:
 
 
 def _docs(source: Source, row: tuple) -> list[engine.Doc]:
-    """A ledger row's documents: its fields' first pieces together, then each later chunk of a
-    huge field on its own."""
+    """A ledger row's first document: its fields' first pieces together (a field over CHUNK
+    bytes goes on in later chunks, indexed by _index_pending)."""
     found = LedgerRow.of(source, row)
     meta = {
         "kind": source.kind,
@@ -272,12 +280,30 @@ def _docs(source: Source, row: tuple) -> list[engine.Doc]:
         return []
     # (An open row with no text yet, a pending tool call, keeps an empty document: it is how
     # the index knows to read the row again when its text arrives.)
-    docs = [engine.Doc(text="\n".join(heads), **meta)]
-    for index, (_, length, _) in enumerate(found.pieces):
-        for offset in range(CHUNK, length, CHUNK):
-            text = read_chunk(source, index, offset, [found.rowid]).get(found.rowid, "")
-            docs.append(engine.Doc(text=text, chunk=offset, field=index, **meta))
-    return docs
+    tokens = sorted(words.index_tokens("\n".join(heads)))
+    return [engine.Doc(tokens=tokens, long_field=_next_piece(found.pieces, -1), **meta)]
+
+
+def _next_piece(pieces: list[tuple[str, int, str]], after_field: int) -> int | None:
+    """The next field after `after_field` longer than one chunk (its later chunks start at
+    CHUNK), or None."""
+    for index, (_, length, _) in enumerate(pieces):
+        if index > after_field and length > CHUNK:
+            return index
+    return None
+
+
+def read_slice(source: Source, field: int, offset: int, size: int, rowid: int) -> bytes | None:
+    """size bytes of one field of one row from a byte offset (None: the row is gone)."""
+    name = source.columns[field].split(".")[1]
+    found = sqlite.rows(
+        f"SELECT substr({dialect.as_bytes(name)}, %s, %s) FROM {source.table} WHERE rowid = %s",
+        [offset + 1, size, rowid],
+    )
+    if not found:
+        return None
+    value = found[0][0]
+    return bytes(value) if value is not None else b""
 
 
 def read_chunk(source: Source, field: int, offset: int, rowids: list[int]) -> dict[int, str]:
@@ -292,13 +318,13 @@ def read_chunk(source: Source, field: int, offset: int, rowids: list[int]) -> di
     return {rowid: clean_text(text) for rowid, text in found}
 
 
-def read_rows(kind: str, rowids: list[int]) -> dict[int, LedgerRow]:
+def read_rows(kind: str, rowids: list[int], heads: bool = True) -> dict[int, LedgerRow]:
     """Ledger rows of one kind by rowid, as indexed (a row that is gone has none)."""
     source = BY_KIND[kind]
     if source.table not in sqlite.table_names():
         return {}
     listed, params = sqlite.in_list(rowids)
-    rows = sqlite.rows(source.select(f"{source.alias}.rowid IN {listed}"), params)
+    rows = sqlite.rows(source.select(f"{source.alias}.rowid IN {listed}", heads), params)
     return {row[0]: LedgerRow.of(source, row) for row in rows}
 
 
@@ -324,12 +350,30 @@ class Progress:
     indexed: int = 0  # ledger rows read in this call
     backlog: dict | None = None  # table → rows not yet indexed (capped)
     reset: bool = False  # the index was started again for another ledger
+    pending: int = 0  # rows whose later chunks are still to be indexed
+    pieces_bytes: int = 0  # bytes of later chunks indexed in this call
+    caught_up_at: int | None = None  # Unix ms when the index last reached the ledger's end
+
+    @property
+    def more(self) -> bool:
+        return bool(self.pending or any((self.backlog or {}).values()))
 
 
-def step(budget_s: float, on_batch: Callable[[str, int], None] | None = None) -> Progress:
-    """Index for about budget_s seconds: first rows that were still changing, then new rows,
-    a batch at a time, each batch committed with its high-water mark (safe to interrupt)."""
+# What a step may read and cut when not told otherwise (a search page tells less).
+STEP_BYTES = 64_000_000
+
+
+def step(
+    budget_s: float,
+    on_batch: Callable[[str, int], None] | None = None,
+    budget_bytes: int = STEP_BYTES,
+) -> Progress:
+    """Index for about budget_s seconds and budget_bytes of text: first rows that were still
+    changing, then new rows, a batch at a time, then later chunks of huge values, a slice at a
+    time; each batch or slice read first, then committed in a short transaction with its mark
+    (safe to interrupt)."""
     deadline = time.monotonic() + budget_s
+    budget = _Budget(deadline, budget_bytes)
     tables = sqlite.table_names()
     sources = keyed_sources(tables)
     progress = Progress()
@@ -337,42 +381,73 @@ def step(budget_s: float, on_batch: Callable[[str, int], None] | None = None) ->
     # Most page views find nothing to do: they read, and take the write lock only for work.
     new_anchor = not state.anchor and ledger_anchor()
     same = same_ledger(state, tables)
-    changed = _changed_open_rows(sources) if same else {}
+    changed = _read_changed_open_rows(sources) if same else {}
     if new_anchor or not same or changed:
+        anchor = ledger_anchor()  # (read before the lock, like every ledger read here)
         with transaction.atomic():
-            state = _locked_state()
-            if not same_ledger(state, tables):
+            locked = _locked_state()
+            if (locked.ledger, locked.anchor, locked.marks) != (
+                state.ledger,
+                state.anchor,
+                state.marks,
+            ):
+                return _progress_of(progress, sources, locked)  # another worker moved on
+            state = locked
+            if not same:
                 progress.reset = bool(state.ledger)  # (a new index has no ledger to lose)
                 _reset(state)
                 changed = {}
             if not state.anchor:
-                state.anchor = ledger_anchor()
+                state.anchor = anchor
                 state.save(update_fields=["anchor"])
-            progress.indexed += _reindex_open(sources, changed)
-    waiting = backlog(sources)
-    pending = [source for source in sources if waiting[source.table]]
-    while pending and time.monotonic() < deadline:
-        for source in list(pending):
-            done = _index_batch(source)
+            progress.indexed += _reindex_open(changed)
+    waiting = backlog(sources, state)
+    todo = [source for source in sources if waiting[source.table]]
+    while todo and budget.left():
+        for source in list(todo):
+            done, more = _index_batch(source, budget)
             progress.indexed += done
-            if on_batch:
+            if on_batch and done:
                 on_batch(source.table, done)
-            if done < BATCH:
-                pending.remove(source)
-            if time.monotonic() >= deadline:
+            if not more:
+                todo.remove(source)
+            if not budget.left():
                 break
     progress.backlog = backlog(sources) if progress.indexed else waiting
-    if not any(progress.backlog.values()):
-        _caught_up()
+    progress.pending = engine.pending_count()
+    while progress.pending and budget.left() and _index_pending(budget, progress):
+        progress.pending = engine.pending_count()
+    progress.caught_up_at = state.caught_up_at
+    if not progress.more:
+        progress.caught_up_at = _caught_up(state.caught_up_at)
     return progress
 
 
-def _caught_up() -> None:
+def _progress_of(progress: Progress, sources: list[Source], state: IndexState) -> Progress:
+    progress.backlog = backlog(sources, state)
+    progress.pending = engine.pending_count()
+    progress.caught_up_at = state.caught_up_at
+    return progress
+
+
+@dataclass
+class _Budget:
+    deadline: float
+    bytes: int
+
+    def left(self) -> bool:
+        return self.bytes > 0 and time.monotonic() < self.deadline
+
+
+def _caught_up(known: int | None) -> int:
     """Note when the index last reached the ledger's end (written at most every few seconds,
     not on every page view)."""
     now = now_ms()
+    if known is not None and known >= now - CAUGHT_UP_EVERY_MS:
+        return known
     IndexState.objects.filter(caught_up_at__isnull=True).update(caught_up_at=now)
     IndexState.objects.filter(caught_up_at__lt=now - CAUGHT_UP_EVERY_MS).update(caught_up_at=now)
+    return now
 
 
 def _locked_state() -> IndexState:
@@ -383,26 +458,101 @@ def _locked_state() -> IndexState:
     return _state()
 
 
-def _index_batch(source: Source) -> int:
+def _index_batch(source: Source, budget: _Budget) -> tuple[int, bool]:
+    """Index the next rows of a table: (rows indexed, whether more may follow). The rows are
+    read and their tokens cut before the write lock is taken; another worker that moved the
+    mark meanwhile wins, and this batch is dropped (read again next time)."""
+    mark = _state().marks.get(source.table, 0)
+    rows, more = _read_new_rows(source, mark)
+    if not rows:
+        return 0, False
+    docs = [doc for row in rows for doc in _docs(source, row)]
+    budget.bytes -= sum(len(head) for row in rows for head in row[12::2] if head)
     with transaction.atomic():
         state = _locked_state()
-        mark = state.marks.get(source.table, 0)
-        alias = source.alias
-        rows = sqlite.rows(
-            source.select(f"{alias}.rowid > %s ORDER BY {alias}.rowid LIMIT %s"), [mark, BATCH]
-        )
-        if not rows:
-            return 0
-        engine.add([doc for row in rows for doc in _docs(source, row)])
+        if state.marks.get(source.table, 0) != mark:
+            return 0, True
+        _add_rows(docs)
         state.marks[source.table] = rows[-1][0]
         state.save(update_fields=["marks"])
-    return len(rows)
+    return len(rows), more
 
 
-def _changed_open_rows(sources: list[Source]) -> dict[str, list[int]]:
+def _add_rows(docs: list[engine.Doc]) -> None:
+    """Index rows' first documents; a row with later chunks is noted as pending."""
+    heads = engine.add(docs)
+    for doc in docs:
+        if doc.pieces:
+            engine.set_pending(doc.kind, doc.src, heads[(doc.kind, doc.src)], doc.long_field, CHUNK)
+
+
+def _read_new_rows(source: Source, mark: int) -> tuple[list[tuple], bool]:
+    """The rows past the mark, BATCH at most and as many as keep their first pieces under
+    BATCH_BYTES (at least one): a batch of huge rows is read a few at a time."""
+    alias = source.alias
+    sizes = sqlite.rows(
+        source.select(f"{alias}.rowid > %s ORDER BY {alias}.rowid LIMIT %s", heads=False),
+        [mark, BATCH],
+    )
+    if not sizes:
+        return [], False
+    taken, total = 0, 0
+    for row in sizes:
+        taken += 1
+        total += sum(min(length or 0, CHUNK + OVERLAP) for length in row[11::2])
+        if total >= BATCH_BYTES:
+            break
+    rows = sqlite.rows(
+        source.select(f"{alias}.rowid > %s AND {alias}.rowid <= %s ORDER BY {alias}.rowid"),
+        [mark, sizes[taken - 1][0]],
+    )
+    return rows, taken < len(sizes) or len(sizes) == BATCH
+
+
+def _index_pending(budget: _Budget, progress: Progress) -> bool:
+    """Index the next slice of later chunks of the first row still pending; False when none
+    is left (or another worker took it meanwhile: the next step goes on)."""
+    found = engine.pending(1)
+    if not found:
+        return False
+    item = found[0]
+    source = BY_KIND[item.kind]
+    raw = read_slice(source, item.field, item.next_offset, SLICE + OVERLAP, item.src)
+    pieces = []
+    if raw:
+        for start in range(0, min(len(raw), SLICE), CHUNK):
+            if start >= len(raw):
+                break
+            text = clean_text(raw[start : start + CHUNK + OVERLAP])
+            pieces.append((item.field, item.next_offset + start, sorted(words.index_tokens(text))))
+    field, next_offset = item.field, item.next_offset + SLICE
+    if raw is None:
+        field = None  # the row is gone
+    elif len(raw) <= SLICE:  # the field ends in this slice: on to the next long one, if any
+        field, next_offset = _next_long_field(source, item), CHUNK
+    budget.bytes -= len(raw or b"")
+    progress.pieces_bytes += len(raw or b"")
+    with transaction.atomic():
+        _locked_state()
+        if not engine.is_pending(item):
+            return True
+        if pieces:
+            engine.add_pieces(item.kind, item.src, item.head, pieces)
+        engine.set_pending(item.kind, item.src, item.head, field, next_offset)
+    return True
+
+
+def _next_long_field(source: Source, item: engine.Pending) -> int | None:
+    rows = read_rows(item.kind, [item.src], heads=False)
+    row = rows.get(item.src)
+    return None if row is None else _next_piece(row.pieces, item.field)
+
+
+def _read_changed_open_rows(sources: list[Source]) -> dict[str, tuple[list[int], list]]:
     """Per kind, the rows indexed while they could still change whose fingerprint is another
-    now (or which are gone), BATCH at most: a read of their lengths and statuses, no text, so
-    that the many page views that find nothing changed write nothing."""
+    now (or which are gone), BATCH at most, with their documents made again (read before the
+    write lock). Finding them is a read of their lengths and statuses, no text, so that the
+    many page views that find nothing changed write nothing."""
     indexed: dict[str, dict[int, int]] = {}
     for kind, src, mark in engine.open_items(OPEN_CHECKED):
         indexed.setdefault(kind, {})[src] = mark
@@ -414,32 +564,29 @@ def _changed_open_rows(sources: list[Source]) -> dict[str, list[int]]:
         listed, params = sqlite.in_list(sorted(marks))
         rows = sqlite.rows(source.select(f"{source.alias}.rowid IN {listed}", heads=False), params)
         now = {row[0]: LedgerRow.of(source, row).open_mark() for row in rows}
-        different = [src for src, mark in marks.items() if now.get(src, 0) != mark]
+        different = [src for src, mark in marks.items() if now.get(src, 0) != mark][:BATCH]
         if different:
-            changed[source.kind] = different[:BATCH]
+            listed, params = sqlite.in_list(different)
+            rows = sqlite.rows(source.select(f"{source.alias}.rowid IN {listed}"), params)
+            changed[source.kind] = (different, [d for row in rows for d in _docs(source, row)])
     return changed
 
 
-def _reindex_open(sources: list[Source], changed: dict[str, list[int]]) -> int:
-    """Index again the rows that changed since they were indexed (forget, read, add)."""
+def _reindex_open(changed: dict[str, tuple[list[int], list]]) -> int:
+    """Index again the rows that changed since they were indexed (forget, add)."""
     count = 0
-    for source in sources:
-        ids = changed.get(source.kind)
-        if not ids:
-            continue
-        listed, params = sqlite.in_list(ids)
-        rows = sqlite.rows(source.select(f"{source.alias}.rowid IN {listed}"), params)
-        engine.forget(source.kind, ids)
-        engine.add([doc for row in rows for doc in _docs(source, row)])
-        count += len(rows)
+    for kind, (ids, docs) in changed.items():
+        engine.forget(kind, ids)
+        _add_rows(docs)
+        count += len(ids)
     return count
 
 
-def backlog(sources: list[Source] | None = None) -> dict[str, int]:
+def backlog(sources: list[Source] | None = None, state: IndexState | None = None) -> dict[str, int]:
     """Rows each table holds beyond the index (counted up to COUNT_CAP + 1)."""
     if sources is None:
         sources = keyed_sources(sqlite.table_names())
-    state = _state()
+    state = state or _state()
     return {
         s.table: sqlite.rows(
             # ORDER BY: the rowid index even where PostgreSQL has no statistics yet (a central

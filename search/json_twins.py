@@ -16,6 +16,8 @@ def search(ctx: dict) -> dict:
         "index": {
             "caught_up_at": ctx["caught_up_at"],
             "not_yet_indexed": ctx["backlog"],
+            # Values over 64 KB whose later chunks are still being indexed.
+            "values_still_indexing": ctx.get("pending_values", 0),
             # Why nothing can be searched, when so (search.indexer.RowidsMissing).
             "unavailable": str(ctx["unindexable"]) if ctx.get("unindexable") else None,
         },

@@ -10,16 +10,17 @@ snippets. The syntax is the one search boxes share:
 Anything else is taken literally: `src/app.py` or `foo-bar` find those words in order, never a
 syntax error from the engine. A query that cannot mean anything says why (QueryError).
 
-The index knows which documents hold a word, not where (detail=none, engine.py): the FTS
-expression asks for all of a phrase's words, and Query.finds checks the phrase itself on the
-text read back from the ledger.
+What a word is (folding, Chinese and Japanese runs) is search/words.py. The index knows which
+documents hold a token, not where (detail=none, engine.py): the FTS expression asks for all of a
+phrase's tokens, and Query.finds checks the phrase itself on the text read back from the
+ledger.
 """
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
 
-WORD = re.compile(r"\w+")
+from search.words import Segment, fold, found_in, query_tokens, segments
+
 # A piece of the query: a quoted phrase (maybe unclosed), or a run of other characters.
 PIECE = re.compile(r'(-?)(?:"([^"]*)("?)|([^\s"]+))(\*?)')
 MAX_TERMS = 16
@@ -30,48 +31,35 @@ class QueryError(ValueError):
     """A query that cannot be searched, with a message for the person who typed it."""
 
 
-def fold(word: str) -> str:
-    """A word as the index keeps it: lower case, without diacritics (unicode61's folding)."""
-    lowered = word.lower()
-    if lowered.isascii():  # most text: nothing to decompose (and phrase checks fold whole rows)
-        return lowered
-    decomposed = unicodedata.normalize("NFKD", lowered)
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
 @dataclass
 class Term:
-    words: list[str]  # folded
+    """A word, a phrase or a run of Chinese or Japanese: its folded segments (search/words.py)."""
+
+    segments: list[Segment]
     prefix: bool = False
 
     @property
+    def tokens(self) -> list[tuple[str, bool]]:
+        """What the index is asked for: every token of the term (a prefix for the last word
+        of a prefix term)."""
+        found = [token for segment in self.segments for token in query_tokens(segment)]
+        if self.prefix and not self.segments[-1][1]:
+            found[-1] = (found[-1][0], True)
+        return found
+
+    @property
     def is_phrase(self) -> bool:
-        return len(self.words) > 1
+        """Whether the index's answer is only a superset (several tokens, found apart)."""
+        return len(self.tokens) > 1
 
     def fts(self) -> str:
-        """All the term's words (a phrase's, in any order: see Query.finds)."""
-        quoted = [f'"{word}"' for word in self.words]
-        if self.prefix:
-            quoted[-1] += "*"
+        """All the term's tokens (a phrase's, in any order: see found_in)."""
+        quoted = [f'"{token}"' + ("*" if prefix else "") for token, prefix in self.tokens]
         return quoted[0] if len(quoted) == 1 else "(" + " AND ".join(quoted) + ")"
 
-    def found_in(self, words: list[str]) -> bool:
-        """Whether the term is in a text's folded words, in order."""
-        *head, last = self.words
-        size = len(self.words)
-        for start in range(len(words) - size + 1):
-            if words[start : start + size - 1] != head:
-                continue
-            word = words[start + size - 1]
-            if word == last or (self.prefix and word.startswith(last)):
-                return True
-        return False
-
-
-def words_of(text: str) -> list[str]:
-    """A text's words as the index keeps them (folded once, whole: a diacritic joins its word
-    as unicode61 has it)."""
-    return WORD.findall(fold(text))
+    def found_in(self, text: list[Segment]) -> bool:
+        """Whether the term is in a text's segments, in order."""
+        return found_in(self.segments, text, self.prefix)
 
 
 @dataclass
@@ -89,7 +77,7 @@ class Query:
     def finds(self, texts: list[str]) -> bool:
         """Whether a document (the texts of its fields) answers the query: a phrase within one
         field, the words of an AND anywhere in the document, as the index has them."""
-        fields = [words_of(text) for text in texts]
+        fields = [segments(text) for text in texts]
 
         def has(term: Term) -> bool:
             return any(term.found_in(words) for words in fields)
@@ -100,18 +88,40 @@ class Query:
 
     def found_in_text(self, text: str) -> bool:
         """Whether a field's text holds one of the positive terms (which fields a hit names)."""
-        words = words_of(text)
+        words = segments(text)
         return any(term.found_in(words) for term in self.terms)
 
-    def marks(self, word: str) -> bool:
-        """Whether a word of a snippet is one the query looked for."""
+    def marks(self, word: str) -> list[tuple[int, int]]:
+        """The spans of a snippet's word (a segment, search/words.py) that the query looked
+        for: the whole word, or within a run of Chinese or Japanese the parts the query names."""
         folded = fold(word)
+        spans = []
         for term in self.terms:
-            if folded in term.words[:-1] or folded == term.words[-1]:
-                return True
-            if term.prefix and folded.startswith(term.words[-1]):
-                return True
-        return False
+            for text, spaceless in term.segments:
+                if not spaceless:
+                    last = (text, spaceless) == term.segments[-1]
+                    if folded == text or (last and term.prefix and folded.startswith(text)):
+                        return [(0, len(word))]
+                    continue
+                if len(folded) != len(word):  # folding changed its length: mark it whole
+                    if text in folded:
+                        return [(0, len(word))]
+                    continue
+                at = folded.find(text)
+                while at >= 0:
+                    spans.append((at, at + len(text)))
+                    at = folded.find(text, at + 1)
+        return _merged(spans)
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
 
 
 def parse(text: str) -> Query:
@@ -136,7 +146,7 @@ def parse(text: str) -> Query:
             continue
         if bare == "-" and not star:
             raise QueryError("Put the word to leave out right after the minus: -heartbeat.")
-        words = WORD.findall(fold(raw))
+        words = segments(raw)
         if not words:
             raise QueryError(
                 f"“{match.group(0)}” has no letters or digits to search for. "

@@ -10,7 +10,8 @@ from django.utils.safestring import SafeString, mark_safe
 from ledgerweb import sqlite
 from search import engine, indexer
 from search.ids import page_url, turn_url
-from search.query import WORD, Query
+from search.query import Query
+from search.words import SEGMENT
 
 PAGE_SIZE = 50
 SNIPPET_BEFORE = 80
@@ -226,19 +227,24 @@ def _grouped(hits: list[Hit]) -> list[Group]:
 
 
 def snippet(text: str, query: Query) -> SafeString:
-    """A window of the text around its first marked word, escaped, with the query's words in
-    <mark> (the only markup that is ours)."""
-    words = list(WORD.finditer(text))
-    first = next((w for w in words if query.marks(w.group())), None)
-    start = 0 if first is None else max(0, first.start() - SNIPPET_BEFORE)
-    end = (first.end() if first else 0) + SNIPPET_AFTER
+    """A window of the text around its first marked word, escaped, with the query's words (or
+    the parts of a Chinese or Japanese run it names) in <mark> (the only markup that is ours)."""
+    first = None
+    for word in SEGMENT.finditer(text):
+        spans = query.marks(word.group())
+        if spans:
+            first = (word.start() + spans[0][0], word.start() + spans[0][1])
+            break
+    start = 0 if first is None else max(0, first[0] - SNIPPET_BEFORE)
+    end = (first[1] if first else 0) + SNIPPET_AFTER
     window = text[start:end]
     parts, done = [], 0
-    for word in WORD.finditer(window):
-        if query.marks(word.group()):
-            parts.append(escape(window[done : word.start()]))
-            parts.append(f"<mark>{escape(word.group())}</mark>")
-            done = word.end()
+    for word in SEGMENT.finditer(window):
+        for mark_start, mark_end in query.marks(word.group()):
+            at, to = word.start() + mark_start, word.start() + mark_end
+            parts.append(escape(window[done:at]))
+            parts.append(f"<mark>{escape(window[at:to])}</mark>")
+            done = to
     parts.append(escape(window[done:]))
     body = re.sub(r"\s+", " ", "".join(parts)).strip()
     return mark_safe(("… " if start else "") + body + (" …" if end < len(text) else ""))

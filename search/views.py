@@ -36,8 +36,10 @@ BACKLOG_NAMES = {
     "sessions": "sessions",
     "compactions": "compaction summaries",
 }
-# How long a search page may spend bringing the index up to date before it searches.
+# How long a search page may spend bringing the index up to date before it searches, and how
+# much text it may read for that (the background process does the rest: search/apps.py).
 INDEX_BUDGET_S = 0.3
+INDEX_BUDGET_BYTES = 2_000_000
 
 
 @dataclass
@@ -137,9 +139,11 @@ def _results_page(request: HttpRequest, ctx: dict) -> HttpResponse:
 
 def _index_status() -> dict:
     """Bring the index a little further, and say how far it reaches."""
+    pending, caught_up_at = 0, None
     try:
-        progress = indexer.step(INDEX_BUDGET_S)
-        backlog = progress.backlog or {}
+        progress = indexer.step(INDEX_BUDGET_S, budget_bytes=INDEX_BUDGET_BYTES)
+        backlog, pending = progress.backlog or {}, progress.pending
+        caught_up_at = progress.caught_up_at
     except indexer.RowidsMissing as error:  # nothing to search until an administrator acts
         return {"unindexable": error, "caught_up_at": None, "backlog": {}}
     except (LedgerQueryTimeout, OperationalError) as error:
@@ -147,11 +151,13 @@ def _index_status() -> dict:
         # ran out of time: search what is indexed; the next page goes on.
         logger.warning("search index step skipped: %s", error)
         backlog = {}
-    state = IndexState.objects.first()
+        state = IndexState.objects.first()
+        caught_up_at = state.caught_up_at if state else None
     return {
-        "caught_up_at": state.caught_up_at if state else None,
+        "caught_up_at": caught_up_at,
         "backlog": {BACKLOG_NAMES[table]: n for table, n in backlog.items() if n},
         "backlog_cap": indexer.COUNT_CAP,
+        "pending_values": pending,
     }
 
 

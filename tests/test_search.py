@@ -21,6 +21,7 @@ def pages_index_everything(monkeypatch):
     """A page indexes for at most INDEX_BUDGET_S; on a busy test machine that may not reach a
     test's last rows. Tests of what is searchable let pages index everything."""
     monkeypatch.setattr("search.views.INDEX_BUDGET_S", 60)
+    monkeypatch.setattr("search.views.INDEX_BUDGET_BYTES", 10**9)
 
 
 def search(client, q, **params):
@@ -541,3 +542,79 @@ def test_a_word_of_600_letters_is_found_by_itself(viewer_client, ledger):
     ledger.set_head(s, t, t)
     ledger.message(t, 1, id="M6", content=f"token {word} end")
     assert [h["id"] for h in hits(search(viewer_client, word))] == ["M6"]
+
+
+# -- Text in every script (one folding for index and query, on both engines) ----------------------
+
+
+@pytest.fixture
+def scripts(ledger):
+    """Messages in many scripts; each test asks for words inside them."""
+    t = ledger.turn(ledger.session(id="S1"), id="T1")
+    texts = {
+        "RU": "Переключить интерфейс на Русский язык",
+        "UK": "мой ключ",
+        "EL": "Η τιμή a₁ και μ₀ είναι σταθερή",
+        "EL2": "ε₀ is the permittivity",
+        "EL3": "ε0 written plainly",
+        "KO": "한국어를 배우고 있어요",
+        "JA": "デフォルトポート3000に修正しました",
+        "JA2": "テストを追加してから更新する",
+        "ZH": "我们已经更新了数据库的配置",
+        "AR": "العَرَبِيَّة لغة جميلة",
+        "HE": "שָׁלוֹם עוֹלָם",
+        "TH": "ภาษาไทยเป็นภาษาที่สวยงาม",
+        "EMOJI": "deploy done 🎉 celebrate",
+        "LATIN": "the theory of everything",
+        "FR": "Le café est très naïf",
+        "FULL": "ＦＵＬＬ ｗｉｄｔｈ ｶﾀｶﾅ",
+    }
+    for i, (mid, text) in enumerate(texts.items()):
+        ledger.message(t, i, id=mid, content=text, created_at=T0 + i)
+    return texts
+
+
+@pytest.mark.parametrize(
+    ("q", "ids"),
+    [
+        ("русский", {"RU"}),
+        ("РУССКИЙ ЯЗЫК", {"RU"}),
+        ("мои", set()),  # й is a letter of its own, not и with a mark
+        ("мой", {"UK"}),
+        ("a₁", {"EL"}),
+        ("a1", {"EL"}),
+        ("μ₀", {"EL"}),
+        ("ε₀", {"EL2", "EL3"}),
+        ("τιμη", {"EL"}),  # accents folded, as for Latin
+        ("한국어", {"KO"}),  # a word inside its eojeol (the particle 를 clings to it)
+        ("한국어를", {"KO"}),
+        ("デフォルトポート3000に修正", {"JA"}),
+        ("ポート", {"JA"}),
+        ("テフォルト", set()),  # voicing marks are kept: デ is not テ
+        ("追加", {"JA2"}),
+        ("更新", {"JA2", "ZH"}),
+        ("数据库", {"ZH"}),
+        ("库的配", {"ZH"}),
+        ("新", {"JA2", "ZH"}),  # one character: the pairs it starts
+        ("据数", set()),
+        ("العربية", {"AR"}),  # vowel marks folded
+        ("שלום", {"HE"}),  # points folded
+        ("ภาษาไทย", {"TH"}),
+        ("สวยงาม", {"TH"}),
+        ("🎉", {"EMOJI"}),
+        ("th", set()),  # no pairs of Latin letters: no false hits
+        ("theor*", {"LATIN"}),
+        ("cafe", {"FR"}),
+        ("NAÏF", {"FR"}),
+        ("full", {"FULL"}),
+        ("カタカナ", {"FULL"}),
+    ],
+)
+def test_words_in_every_script_are_found_by_one_folding(viewer_client, scripts, q, ids):
+    found = {h["id"] for h in hits(search(viewer_client, q))}
+    assert found == ids
+
+
+def test_a_word_inside_a_japanese_sentence_is_marked_in_its_snippet(viewer_client, scripts):
+    [hit] = hits(search(viewer_client, "追加"))
+    assert "テストを<mark>追加</mark>してから" in hit["snippet"]

@@ -7,7 +7,7 @@ import os
 import pytest
 from builders import T0, LedgerBuilder, use_ledger
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, connections
 
 from ledgerfacts import schema
 from ledgerfacts.timestamps import now_ms
@@ -25,6 +25,7 @@ def pages_index_everything(monkeypatch):
     """A page indexes for at most INDEX_BUDGET_S; on a busy test machine that may not reach a
     test's last rows. Tests of what is searchable let pages index everything."""
     monkeypatch.setattr("search.views.INDEX_BUDGET_S", 60)
+    monkeypatch.setattr("search.views.INDEX_BUDGET_BYTES", 10**9)
 
 
 def found(client, q) -> list[tuple[str, str | None]]:
@@ -222,3 +223,89 @@ def test_a_pending_row_with_no_text_yet_becomes_searchable_when_its_text_arrives
     ledger.conn.execute("UPDATE sessions SET label = 'Narwhal watch'")
     assert found(viewer_client, "walrus") == [("C1", "completed")]
     assert found(viewer_client, "narwhal") == [("S1", "active")]
+
+
+# -- A huge value: indexed in slices, never holding ledgerweb's database while reading ----------
+
+
+def huge_result(word_at_end: str, megabytes: int = 3) -> str:
+    return json.dumps({"log": "lorem ipsum " * (megabytes * 87_000) + word_at_end})
+
+
+def test_a_page_indexes_a_huge_value_a_bounded_slice_at_a_time_and_says_so(
+    viewer_client, ledger, monkeypatch
+):
+    monkeypatch.setattr("search.views.INDEX_BUDGET_BYTES", 1_000_000)
+    t = ledger.turn(ledger.session(id="S1"), id="T1")
+    ledger.tool_call(t, 1, id="C1", result=huge_result("zanzibar"))  # 3 MB
+    data = viewer_client.get(URL, {"q": "lorem", "format": "json"}).json()
+    assert [hit["id"] for group in data["groups"] for hit in group["hits"]] == ["C1"]
+    assert data["index"]["values_still_indexing"] == 1
+    page = viewer_client.get(URL, {"q": "zanzibar"}).content.decode()
+    assert "the rest of 1 value over 64 KB is still being indexed" in page
+    for _ in range(5):  # each page reads at most 1 MB more
+        found(viewer_client, "zanzibar")
+    assert found(viewer_client, "zanzibar") == [("C1", "completed")]
+    data = viewer_client.get(URL, {"q": "zanzibar", "format": "json"}).json()
+    assert data["index"]["values_still_indexing"] == 0
+
+
+def test_the_ledger_is_read_and_words_cut_before_the_index_is_locked(ledger, monkeypatch):
+    """A sign-in writes to ledgerweb's database: the indexer holds its write lock only to write
+    what it has already read and cut, never while it reads the ledger (a 60 MB value read in
+    one transaction made every sign-in wait and fail)."""
+    t = ledger.turn(ledger.session(id="S1"), id="T1")
+    ledger.tool_call(t, 1, id="C1", result=huge_result("zanzibar", megabytes=1))
+    for i in range(20):
+        ledger.message(t, i, id=f"M{i}", content=f"message {i}")
+    reads_in_a_transaction = []
+    real_rows = indexer.sqlite.rows
+
+    def watched_rows(*args, **kwargs):
+        reads_in_a_transaction.append(connection.in_atomic_block)
+        return real_rows(*args, **kwargs)
+
+    monkeypatch.setattr(indexer.sqlite, "rows", watched_rows)
+    while indexer.step(budget_s=60).more:
+        pass
+    assert reads_in_a_transaction and not any(reads_in_a_transaction)
+    assert engine.pending_count() == 0
+
+
+def test_the_background_process_keeps_the_index_caught_up(viewer_client, ledger, monkeypatch):
+    """A fresh install's first search finds every row: the background job indexed them."""
+    t = ledger.turn(ledger.session(id="S1"), id="T1")
+    ledger.tool_call(t, 1, id="C1", result=huge_result("zanzibar", megabytes=1))
+    for i in range(30):
+        ledger.message(t, i, id=f"M{i}", content=f"walrus {i}", created_at=T0 + i)
+    call_command("ledger_background", "--only", "search-index", "--rounds", "1")
+    monkeypatch.setattr("search.views.INDEX_BUDGET_S", 0)  # the page itself indexes nothing
+    data = viewer_client.get(URL, {"q": "walrus", "format": "json"}).json()
+    assert data["count"] == 30 and data["index"]["not_yet_indexed"] == {}
+    assert found(viewer_client, "zanzibar") == [("C1", "completed")]
+    from background.models import JobStatus
+
+    assert JobStatus.objects.get(name="search-index").last_error == ""
+
+
+def test_a_locked_ledgerweb_database_is_not_reported_as_the_ledger(client, viewer, ledger):
+    import sqlite3
+
+    default = connections["default"]
+    if default.vendor != "sqlite":
+        pytest.skip("SQLite's one write lock: PostgreSQL locks rows, a sign-in never waits on it")
+    default.close()
+    default.settings_dict["OPTIONS"] = {**default.settings_dict["OPTIONS"], "timeout": 0.1}
+    holder = sqlite3.connect(default.settings_dict["NAME"])
+    holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        response = client.post("/accounts/login/", {"username": "vera", "password": "pw"})
+    finally:
+        holder.rollback()
+        holder.close()
+        default.close()
+        default.settings_dict["OPTIONS"] = {**default.settings_dict["OPTIONS"], "timeout": 5}
+    assert response.status_code == 503
+    page = response.content.decode()
+    assert "ledgerweb is busy" in page and "database is locked" in page
+    assert "ledger could not be read" not in page.lower()
