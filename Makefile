@@ -140,14 +140,16 @@ soak: setup
 # its section of docs/benchmarks.md. BENCH_ARGS passes options (e.g. --runs 30). Then the cost
 # of checking the charts' stored hours (bench/rollup_checks.py, on the pipeline bench's ledger),
 # and the first look at that ledger on a fresh install, the summariser running (bench/first_look.py).
-# Last, that ledger shipped into a throwaway PostgreSQL and the same pages timed on both
-# (bench/postgres_ledger_bench.py, ~16-20 minutes on 2 cores).
+# Then that ledger shipped into a throwaway PostgreSQL and the same pages timed on both
+# (bench/postgres_ledger_bench.py, ~16-20 minutes on 2 cores). Last, the OpenTelemetry export
+# of the scale ledger to a loopback receiver, rows per second and memory (~3 minutes).
 bench: $(VENV)/.installed-bench postgres
 	$(PY) -m bench.scale_bench --write-doc $(BENCH_ARGS)
 	$(PY) -m bench.rollup_checks --write-doc
 	$(PY) -m bench.first_look --write-doc
 	$(PY) -m bench.search_bench --write-doc
 	$(PY) -m bench.postgres_ledger_bench --write-doc
+	$(PY) -m bench.otel_export_bench --write-doc
 
 $(VENV)/.installed-bench: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[dev,bench]'

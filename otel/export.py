@@ -126,11 +126,13 @@ class Run:
         max_content: int = 65_536,
         batch: int = BATCH,
         progress: Callable[[ExportReport], None] = lambda report: None,
+        tables: tuple[str, ...] = ("turns", "nexus_requests"),
     ):
         self.destination = destination
         self.max_content = max_content if with_content else None
         self.batch = batch
         self.progress = progress
+        self.only = tables  # the Agents Ledger's turns, the Nexus Ledger's requests, or both
         self.report = ExportReport()
         self.exporter: SpanExporter | None = None
         self.resource = resource(Path(ledger_place()).name)
@@ -146,12 +148,10 @@ class Run:
                 )
             mark = self._mark()
             try:
-                if "turns" in self.tables:
-                    self._open_rows(mark, "turns")
-                    self._new_rows(mark, "turns")
-                if "nexus_requests" in self.tables:
-                    self._open_rows(mark, "nexus_requests")
-                    self._new_rows(mark, "nexus_requests")
+                for table in ("turns", "nexus_requests"):
+                    if table in self.tables and table in self.only:
+                        self._open_rows(mark, table)
+                        self._new_rows(mark, table)
             finally:
                 if self.exporter is not None:
                     self.exporter.shutdown()

@@ -219,3 +219,10 @@ def test_a_header_that_is_not_name_equals_value_is_refused_before_anything_is_se
     with pytest.raises(CommandError, match="is not NAME=VALUE"):
         call_command("ledger_otel_export", "--endpoint", "http://127.0.0.1:9", "--header", "x")
     assert not ExportMark.objects.exists()
+
+
+def test_only_the_pipeline_then_the_rest_sends_each_span_once(agents, tmp_path):
+    first = export(tmp_path, "--only", "pipeline")
+    assert "turns: 0" in first and "requests: 2" in first
+    rest = export(tmp_path)
+    assert "turns: 6" in rest and "requests: 0" in rest

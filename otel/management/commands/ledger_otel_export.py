@@ -49,6 +49,12 @@ class Command(BaseCommand):
             metavar="CHARS",
             help="with --with-content, cut each message or payload at this many characters",
         )
+        parser.add_argument(
+            "--only",
+            choices=["sessions", "pipeline"],
+            help="export only the Agents Ledger's sessions (turns and tool calls) or only the "
+            "Nexus Ledger's pipeline requests (each keeps its own place)",
+        )
         parser.add_argument("--batch", type=int, default=500, help="turns or requests per request")
         parser.add_argument("--timeout", type=float, default=30, help="seconds per OTLP request")
 
@@ -62,6 +68,9 @@ class Command(BaseCommand):
             max_content=options["max_content"],
             batch=options["batch"],
             progress=self._progress if self.stdout.isatty() else lambda report: None,
+            tables={"sessions": ("turns",), "pipeline": ("nexus_requests",)}.get(
+                options["only"], ("turns", "nexus_requests")
+            ),
         )
         try:
             report = run.run()
