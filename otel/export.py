@@ -242,21 +242,22 @@ class Run:
     def _spans(self, table: str, finished: list[dict]) -> list[ReadableSpan]:
         oddities = self.report.oddities
         if table == "nexus_requests":
-            spans = [s for row in finished for s in request_spans(row, self.resource, oddities)]
-            self.report.sent["request"] += len(finished)
-            self.report.sent["stage"] += len(spans) - len(finished)
-            return spans
+            per_request = [request_spans(row, self.resource, oddities) for row in finished]
+            sent = [spans for spans in per_request if spans]
+            self.report.sent["request"] += len(sent)
+            self.report.sent["stage"] += sum(len(spans) - 1 for spans in sent)
+            return [span for spans in sent for span in spans]
         batch: list[TurnRows] = reader.turn_rows(
             finished, with_content=self.max_content is not None, ledger_tables=self.tables
         )
-        spans = [
-            span
+        per_turn = [
+            turn_spans(rows, self.resource, oddities, max_content=self.max_content)
             for rows in batch
-            for span in turn_spans(rows, self.resource, oddities, max_content=self.max_content)
         ]
-        self.report.sent["turn"] += len(batch)
-        self.report.sent["tool call"] += len(spans) - len(batch)
-        return spans
+        sent = [spans for spans in per_turn if spans]
+        self.report.sent["turn"] += len(sent)
+        self.report.sent["tool call"] += sum(len(spans) - 1 for spans in sent)
+        return [span for spans in sent for span in spans]
 
     def _send(self, spans: Sequence[ReadableSpan]) -> None:
         self._batch_spans = len(spans)

@@ -121,8 +121,11 @@ def _clean(attributes: dict) -> dict:
 
 
 def _ends(start: int | None, end: int | None) -> tuple[int, int]:
-    start = start or 0
-    return start, max(end or start, start)
+    """A span's start and end: a start that is no time takes the end (and the reverse), so a
+    span is never placed in 1970; callers leave out what has neither."""
+    start = start if start is not None else end
+    end = end if end is not None else start
+    return start or 0, max(end or 0, start or 0)
 
 
 # ----- turns and tool calls -------------------------------------------------------------------
@@ -154,6 +157,11 @@ def turn_spans(
         ns(turn["started_at"], oddities, "turns.started_at"),
         ns(turn["completed_at"], oddities, "turns.completed_at"),
     )
+    if not start:
+        oddities.note("turns not sent: neither started_at nor completed_at is a time")
+        return []
+    prompt = count(turn["prompt_tokens"], oddities, "turns.prompt_tokens")
+    completion = count(turn["completion_tokens"], oddities, "turns.completion_tokens")
     attributes = {
         attr.OPERATION: attr.INVOKE_AGENT,
         **conversation,
@@ -163,10 +171,8 @@ def turn_spans(
         attr.TURN_ID: text(turn["id"]),
         attr.TURN_PARENT_ID: text(turn["parent_turn_id"]),
         attr.TURN_STATUS: text(turn["status"]),
-        attr.TURN_PROMPT_TOKENS: count(turn["prompt_tokens"], oddities, "turns.prompt_tokens"),
-        attr.TURN_COMPLETION_TOKENS: count(
-            turn["completion_tokens"], oddities, "turns.completion_tokens"
-        ),
+        attr.TURN_PROMPT_TOKENS: prompt,
+        attr.TURN_COMPLETION_TOKENS: completion,
         attr.TURN_TOTAL_TOKENS: count(turn["total_tokens"], oddities, "turns.total_tokens"),
         attr.TURN_SOURCE_EVENT: text(turn.get("source_event_id")),
         attr.SESSION_LABEL: text(turn.get("label")),
@@ -175,7 +181,7 @@ def turn_spans(
         attr.SESSION_CREATED_AT: count(turn.get("session_created_at"), oddities, "created_at"),
         attr.SESSION_HEAD: text(turn.get("head")),
         attr.SESSION_ROOT: text(turn.get("root")),
-        **_usage(rows, oddities),
+        **_usage(rows, oddities, prompt, completion),
     }
     if max_content is not None and rows.messages is not None:
         attributes |= _messages(rows.messages, max_content)
@@ -205,17 +211,12 @@ def turn_spans(
     return [span, *calls]
 
 
-def _usage(rows: TurnRows, oddities: Oddities) -> dict:
+def _usage(rows: TurnRows, oddities: Oddities, prompt, completion) -> dict:
     """Billed tokens: the turn_usage row where there is one (input with cache reads and writes),
     else the turn's own prompt and completion tokens."""
-    turn, usage = rows.turn, rows.usage
+    usage = rows.usage
     if usage is None:
-        return {
-            attr.INPUT_TOKENS: count(turn["prompt_tokens"], oddities, "turns.prompt_tokens"),
-            attr.OUTPUT_TOKENS: count(
-                turn["completion_tokens"], oddities, "turns.completion_tokens"
-            ),
-        }
+        return {attr.INPUT_TOKENS: prompt, attr.OUTPUT_TOKENS: completion}
     return {
         attr.INPUT_TOKENS: count(usage["input_tokens"], oddities, "turn_usage.input_tokens"),
         attr.OUTPUT_TOKENS: count(usage["output_tokens"], oddities, "turn_usage.output_tokens"),
@@ -277,6 +278,7 @@ def _tool_span(call, turn, parent, conversation, res, oddities, turn_end, max_co
         ns(call["started_at"], oddities, "tool_calls.started_at"),
         ns(call["completed_at"], oddities, "tool_calls.completed_at") or turn_end,
     )
+    start = start or turn_end
     name = text(call["tool_name"]) or "(unnamed tool)"
     attributes = {
         attr.OPERATION: attr.EXECUTE_TOOL,
@@ -342,7 +344,12 @@ REQUEST_FLAGS = ("principal_is_user", "hooks_handled", "delivery_success")
 def request_spans(request: dict, res: Resource, oddities: Oddities) -> list[ReadableSpan]:
     """A finished request: its root span, then one span per stage, end to end from its start."""
     context = request_context(request["id"])
-    start = ns(request["started_at"], oddities, "nexus_requests.started_at") or 0
+    start = ns(request["started_at"], oddities, "nexus_requests.started_at")
+    if start is None:
+        start = ns(request["completed_at"], oddities, "nexus_requests.completed_at")
+    if not start:
+        oddities.note("requests not sent: neither started_at nor completed_at is a time")
+        return []
     timings = parse_timings(request.get("stage_timings"))
     if timings.problems and request.get("stage_timings") not in (None, ""):
         oddities.note("nexus_requests.stage_timings that could not be read whole")

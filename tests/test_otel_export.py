@@ -226,3 +226,21 @@ def test_only_the_pipeline_then_the_rest_sends_each_span_once(agents, tmp_path):
     assert "turns: 0" in first and "requests: 2" in first
     rest = export(tmp_path)
     assert "turns: 6" in rest and "requests: 0" in rest
+
+
+def test_odd_values_are_sent_as_far_as_they_go_and_counted(ledger, tmp_path):
+    """REAL where INTEGER is declared is a count when whole; text where a count or a time is
+    declared is left off its span and counted; a turn with no usable time at all is not sent."""
+    session = ledger.session(id="odd")
+    ledger.turn(session, id="real-tokens", prompt_tokens=12.0, completion_tokens=1.5)
+    ledger.turn(session, id="text-start", started_at="2025-01-01 10:00", completed_at=T0 + 9)
+    ledger.turn(session, id="no-time", started_at="soon", completed_at=None)
+    summary = export(tmp_path)
+    assert "turns: 2" in summary
+    assert "turns.completion_tokens that is not a whole number: 1" in summary
+    assert "turns.started_at that is not a time: 2" in summary
+    assert "turns not sent: neither started_at nor completed_at is a time: 1" in summary
+    spans = {s["attrs"]["ledgerweb.turn.id"]: s for s in spans_in(tmp_path)}
+    assert spans["real-tokens"]["attrs"]["ledgerweb.turn.prompt_tokens"] == "12"
+    assert "ledgerweb.turn.completion_tokens" not in spans["real-tokens"]["attrs"]
+    assert spans["text-start"]["startTimeUnixNano"] == str((T0 + 9) * 1_000_000)
