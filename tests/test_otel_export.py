@@ -6,6 +6,8 @@ export runs on the test's ledger, so the PostgreSQL pass exports from a PostgreS
 """
 
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from io import StringIO
 from pathlib import Path
 
@@ -244,3 +246,41 @@ def test_odd_values_are_sent_as_far_as_they_go_and_counted(ledger, tmp_path):
     assert spans["real-tokens"]["attrs"]["ledgerweb.turn.prompt_tokens"] == "12"
     assert "ledgerweb.turn.completion_tokens" not in spans["real-tokens"]["attrs"]
     assert spans["text-start"]["startTimeUnixNano"] == str((T0 + 9) * 1_000_000)
+
+
+class Capture(BaseHTTPRequestHandler):
+    """A loopback OTLP/HTTP endpoint that keeps what it was sent."""
+
+    requests: list = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        Capture.requests.append((self.path, dict(self.headers), body))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_otlp_json_over_http_with_the_headers_given(agents):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Capture)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    Capture.requests = []
+    try:
+        call_command("ledger_otel_export", "--endpoint", f"http://127.0.0.1:{server.server_port}",
+                     "--protocol", "http/json", "--header", "Authorization=Basic c2VjcmV0",
+                     stdout=StringIO())  # fmt: skip
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert [path for path, _, _ in Capture.requests] == ["/v1/traces", "/v1/traces"]
+    path, headers, body = Capture.requests[0]
+    headers = {name.lower(): value for name, value in headers.items()}
+    assert headers["content-type"] == "application/json"
+    assert headers["authorization"] == "Basic c2VjcmV0"
+    spans = [s for r in json.loads(body)["resourceSpans"] for ss in r["scopeSpans"]
+             for s in ss["spans"]]  # fmt: skip
+    assert len(spans) == 9  # six turns and three tool calls; the requests came in the second
+    assert ExportMark.objects.get().shown == f"http://127.0.0.1:{server.server_port}/v1/traces"
