@@ -14,11 +14,11 @@ makes the turns, the same way for both:
 - the session's head is the turn holding the message the export marks as current.
 """
 
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from importers.bundle import ImportReport, SessionBundle, derived_id
+from importers.jsonl import encode_json
 from importers.naming import label_from, main_routing_key
 
 
@@ -193,7 +193,7 @@ def _call_row(conv, turn, node, call, sequence) -> dict:
         "id": call.get("id") or derived_id(node.ms, conv.id, node.id, "call", sequence),
         "turn_id": turn.id,
         "tool_name": call.get("name") or "(unnamed tool)",
-        "parameters": json_text(call.get("parameters")),
+        "parameters": encode_json(call.get("parameters") or {}),
         "result": None,
         "error": None,
         "status": "pending",
@@ -219,16 +219,5 @@ def _settle(open_calls, result, node, report, persona) -> None:
     if result.get("is_error"):
         call["status"], call["error"] = "failed", str(result.get("content") or "(no message)")
     else:
-        call["status"], call["result"] = "completed", json_text(result.get("content"))
+        call["status"], call["result"] = "completed", encode_json(result.get("content"))
     call["completed_at"] = max(node.ms, call["started_at"])
-
-
-def json_text(value) -> str:
-    """A payload as the ledger's JSON columns hold it: JSON text as it is, anything else encoded."""
-    if isinstance(value, str):
-        try:
-            json.loads(value)
-        except (ValueError, RecursionError):
-            return json.dumps(value, ensure_ascii=False)
-        return value
-    return json.dumps({} if value is None else value, ensure_ascii=False)

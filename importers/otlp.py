@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from importers.bundle import ImportReport, SessionBundle, WrongFormat, derived_id
-from importers.jsonl import is_blank, read_jsonl
+from importers.jsonl import encode_json, is_blank, read_jsonl
 from importers.naming import label_from, main_routing_key
 from ledgerfacts import otel_attributes as attr
 
@@ -582,8 +582,8 @@ def _tool_calls(members: list[Span], turn_id: dict, by_id, report) -> list[dict]
             "tool_name": str(
                 span.get(attr.TOOL_NAME) or span.get("tool.name") or span.name or "(unnamed tool)"
             ),
-            "parameters": _json_text(arguments, "{}"),
-            "result": _json_text(result, None),
+            "parameters": "{}" if arguments is None else encode_json(arguments),
+            "result": None if result is None else encode_json(result),
             "error": span.error if status == "failed" else None,
             "status": status,
             "started_at": span.start_ms,
@@ -591,16 +591,3 @@ def _tool_calls(members: list[Span], turn_id: dict, by_id, report) -> list[dict]
             "sequence": sequence,
         })  # fmt: skip
     return rows
-
-
-def _json_text(value, missing):
-    """A payload as the ledger's JSON columns hold it: JSON text as it is, other text quoted."""
-    if value is None:
-        return missing
-    if isinstance(value, str):
-        try:
-            json.loads(value)
-        except (ValueError, RecursionError):
-            return json.dumps(value, ensure_ascii=False)
-        return value
-    return json.dumps(value, ensure_ascii=False)
