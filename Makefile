@@ -102,7 +102,8 @@ serve: migrate
 # PostgreSQL (issue 19); the ledger stays SQLite for this pass.
 DJANGO_STATE_TESTS := tests/test_state_db.py tests/test_rollups.py tests/test_summariser.py \
 	tests/test_pipeline_charts.py tests/test_overview.py tests/test_search.py \
-	tests/test_search_index.py tests/test_admin.py tests/test_login_required.py \
+	tests/test_search_index.py tests/test_search_truth.py tests/test_admin.py \
+	tests/test_login_required.py \
 	tests/test_security.py tests/test_health.py \
 	tests/test_two_hosts.py::test_two_hosts_meeting_a_new_ledger_at_once_name_it_once \
 	tests/test_two_hosts.py::test_two_hosts_charting_the_same_hours_at_once_build_each_hour_once
@@ -148,6 +149,7 @@ bench: $(VENV)/.installed-bench postgres
 	$(PY) -m bench.rollup_checks --write-doc
 	$(PY) -m bench.first_look --write-doc
 	$(PY) -m bench.search_bench --write-doc
+	$(PY) -m bench.search_huge_value --write-doc
 	$(PY) -m bench.postgres_ledger_bench --write-doc
 	$(PY) -m bench.otel_export_bench --write-doc
 

@@ -360,12 +360,20 @@ class Filters:
     session_id: str = ""
 
 
-def _where(match: str, filters: Filters, before: int | None) -> tuple[str, list]:
+def _where(
+    match: str, filters: Filters, before: int | None, rows_of_pieces: bool = False
+) -> tuple[str, list]:
+    """The WHERE clause of a search: rows of one document (rows_of_pieces False), or the
+    documents of rows of several, placed at their first document's id (their head)."""
     match_sql, doc_id, value_id = "search_text MATCH %s", DOC_ID, VALUE_ID_SQL
     if on_postgres():
         match_sql, doc_id = engine_postgres.MATCH_SQL, engine_postgres.ID_COLUMN
         value_id, match = engine_postgres.VALUE_ID_SQL, engine_postgres.tsquery(match)
     clauses, params = [match_sql], [match]
+    if rows_of_pieces:
+        doc_id = "r.head"
+    else:
+        clauses.append("r.head IS NULL")
     upper = first_id(filters.until_ms) if filters.until_ms is not None else None
     if before is not None:
         upper = before if upper is None else min(upper, before)
@@ -410,8 +418,9 @@ def _matched() -> tuple[str, str]:
 
 
 def search(match: str, filters: Filters, before: int | None, limit: int) -> list[Match]:
-    """The newest `limit` documents older than the id `before` that hold the query's words (an
-    FTS5 expression without phrases: detail=none keeps no positions)."""
+    """The newest `limit` rows of one document older than the id `before` that hold the query's
+    words (an FTS5 expression without phrases: detail=none keeps no positions). Rows of several
+    documents are found by pieces_rows and decided as a whole (search/results.py)."""
     where, params = _where(match, filters, before)
     matched, doc_id = _matched()
     sql = (
@@ -424,8 +433,41 @@ def search(match: str, filters: Filters, before: int | None, limit: int) -> list
     ]
 
 
+def pieces_rows(
+    any_match: str, filters: Filters, before: int | None, limit: int
+) -> list[tuple[int, str, int]]:
+    """The newest `limit` rows of several documents (head id < before) with a document holding
+    any of the query's words (any_match): (head, kind, src) each, newest first. Their
+    documents all hold PIECES, so FTS5 walks only those."""
+    where, params = _where(f'({any_match}) AND "{PIECES}"', filters, before, rows_of_pieces=True)
+    sql = (
+        f"SELECT r.head, r.kind, r.src FROM {_matched()[0]} WHERE {where} "
+        "GROUP BY r.head, r.kind, r.src ORDER BY r.head DESC LIMIT %s"
+    )
+    return [(head, KINDS[kind], src) for head, kind, src in _run(sql, [*params, limit])]
+
+
+def docs_holding(term: str, rows: list[tuple[str, int]]) -> dict[tuple[str, int], list]:
+    """Of these rows of several documents ((kind, src) each), the documents holding a term's
+    words (an FTS5 expression): (kind, src) → [(field, chunk)], in field and chunk order."""
+    if not rows:
+        return {}
+    tokens = " OR ".join(f'"{piece_token(kind, src)}"' for kind, src in rows)
+    match = f"({term}) AND ({tokens})"
+    matched = MATCHED
+    match_sql = "search_text MATCH %s"
+    if on_postgres():
+        matched, match_sql = engine_postgres.MATCHED, engine_postgres.MATCH_SQL
+        match = engine_postgres.tsquery(match)
+    found: dict[tuple[str, int], list] = {}
+    sql = f"SELECT r.kind, r.src, r.field, r.chunk FROM {matched} WHERE {match_sql}"
+    for kind, src, field, chunk in sorted(_run(sql, [match]), key=lambda r: (r[3] > 0, r[2], r[3])):
+        found.setdefault((KINDS[kind], src), []).append((field, chunk))
+    return found
+
+
 def count(match: str, filters: Filters, cap: int) -> int:
-    """How many documents hold the query's words, counting at most cap + 1."""
+    """How many rows of one document hold the query's words, counting at most cap + 1."""
     where, params = _where(match, filters, None)
     sql = f"SELECT count(*) FROM (SELECT 1 FROM {_matched()[0]} WHERE {where} LIMIT %s) hits"
     return _run(sql, [*params, cap + 1])[0][0]

@@ -61,6 +61,10 @@ class Term:
         """Whether the term is in a text's segments, in order."""
         return found_in(self.segments, text, self.prefix)
 
+    def found_in_any(self, texts: list[str]) -> bool:
+        """Whether the term is within one of these texts (a phrase stays within one field)."""
+        return any(self.found_in(segments(text)) for text in texts)
+
 
 @dataclass
 class Query:
@@ -68,6 +72,12 @@ class Query:
     terms: list[Term] = field(default_factory=list)  # the positive terms, for highlighting
     groups: list[list[Term]] = field(default_factory=list)  # OR of ANDs
     negatives: list[Term] = field(default_factory=list)
+
+    @property
+    def any_match(self) -> str:
+        """An FTS5 expression for documents holding any positive term (rows of several
+        documents are decided as a whole from there: search/results.py)."""
+        return " OR ".join(term.fts() for term in self.terms)
 
     @property
     def needs_check(self) -> bool:

@@ -1,6 +1,7 @@
 """A page of search results: hits from the index, their rows' current status, time and text read
 back from the ledger, grouped by session."""
 
+import heapq
 import re
 from dataclasses import dataclass, field
 
@@ -20,6 +21,8 @@ SNIPPET_AFTER = 200
 # read CHECK_BATCH at a time, and per page at most CHECK_CAP documents or CHECK_BYTES of text;
 # then the page ends and says so, and its next link goes on from there.
 CHECK_BATCH = 200
+# Rows of several documents (a field over 64 KB) decided per query, a batch at a time.
+PIECES_BATCH = 50
 CHECK_CAP = 2000
 CHECK_BYTES = 16_000_000
 KIND_NAMES = {
@@ -77,44 +80,138 @@ class _Found:
     match: engine.Match
     row: indexer.LedgerRow
     texts: list[tuple[str, str]]
+    answers: bool = True
 
 
 class Walk:
-    """The documents that answer a query, newest first, read back from the ledger (None for one
+    """The rows that answer a query, newest first, read back from the ledger (None for one
     whose row is gone), until `wanted` answers; or until CHECK_CAP documents (or CHECK_BYTES of
-    their text) were examined. Then `cursor` is where the next page starts (None:
-    nothing older) and `capped` says whether the cap ended it."""
+    their text) were examined. Then `cursor` is where the next page starts (None: nothing
+    older) and `capped` says whether the cap ended it.
+
+    Two walks merged by their place in time: rows of one document, which the index answers
+    (phrases checked on their text), and rows of several (a field over 64 KB), each decided as
+    a whole: every term looked up among its documents, so two words in different chunks of one
+    value find it and a left-out word in any chunk leaves it out."""
 
     def __init__(self, query: Query, filters: engine.Filters, before: int | None, wanted: int):
         self.query, self.filters, self.wanted = query, filters, wanted
-        self.cursor = before
+        self.before = self.cursor = before
         self.examined = self.checked = self.bytes = 0
         self.capped = False
 
     def __iter__(self):
-        batch = CHECK_BATCH if self.query.needs_check else self.wanted
         answered = 0
-        while True:
-            found = engine.search(self.query.match, self.filters, self.cursor, batch)
-            for match, read in zip(found, _read_back(found), strict=True):
-                self.cursor = match.id
-                self.examined += 1
-                if read is not None:
-                    self.bytes += sum(len(text) for _, text in read.texts)
-                if read is not None and self.query.needs_check:
-                    self.checked += 1
-                    if not self.query.finds([text for _, text in read.texts]):
-                        continue
+        walks = heapq.merge(self._rows_of_one(), self._rows_of_pieces(), key=lambda i: -i[0])
+        for position, match, read, answers in walks:
+            self.cursor = position
+            self.examined += 1
+            if read is not None:
+                self.bytes += sum(len(text) for _, text in read.texts)
+            if answers:
                 yield match, read
                 answered += read is not None
                 if answered >= self.wanted:
                     return
-            if len(found) < batch:
-                self.cursor = None
-                return
             if self.examined >= CHECK_CAP or self.bytes >= CHECK_BYTES:
                 self.capped = True
                 return
+        self.cursor = None
+
+    def _rows_of_one(self):
+        """(position, match, read, answers) of rows of one document, newest first."""
+        batch = CHECK_BATCH if self.query.needs_check else self.wanted
+        cursor = self.before
+        while True:
+            found = engine.search(self.query.match, self.filters, cursor, batch)
+            for match, read in zip(found, _read_back(found), strict=True):
+                cursor = match.id
+                answers = True
+                if read is not None and self.query.needs_check:
+                    self.checked += 1
+                    answers = self.query.finds([text for _, text in read.texts])
+                yield match.id, match, read, answers
+            if len(found) < batch:
+                return
+
+    def _rows_of_pieces(self):
+        """(position, match, read, answers) of rows of several documents, newest first."""
+        cursor = self.before
+        while True:
+            found = engine.pieces_rows(self.query.any_match, self.filters, cursor, PIECES_BATCH)
+            decided = decide_rows(self.query, [(kind, src) for _, kind, src in found])
+            for head, kind, src in found:
+                cursor = head
+                read = decided.get((kind, src))
+                self.checked += self.query.needs_check
+                match = read.match if read else engine.Match(head, kind, src, 0, 0)
+                match.id = head
+                yield head, match, read, read is not None and read.answers
+            if len(found) < PIECES_BATCH:
+                return
+
+
+def decide_rows(query: Query, rows: list[tuple[str, int]], check: bool = True) -> dict:
+    """Rows of several documents, each decided as a whole: (kind, src) → its _Found (answers
+    true when the row answers the query; its texts those of the first document holding a
+    positive term), absent when the row is gone from the ledger. Without `check` a phrase is
+    taken as found where its words are (the count's upper bound)."""
+    terms = [*query.terms, *query.negatives]
+    holding = [engine.docs_holding(term.fts(), rows) for term in terms]
+    ledger_rows: dict[tuple[str, int], indexer.LedgerRow] = {}
+    for kind in {kind for kind, _ in rows}:
+        srcs = sorted(src for k, src in rows if k == kind)
+        for rowid, row in indexer.read_rows(kind, srcs).items():
+            ledger_rows[(kind, rowid)] = row
+    out = {}
+    for key in rows:
+        row = ledger_rows.get(key)
+        if row is None:
+            continue
+        texts = _DocTexts(key, row)
+        where = {}  # term index → the (field, chunk) of a document holding it
+        for index, term in enumerate(terms):
+            for doc in holding[index].get(key, []):
+                if not (check and term.is_phrase) or term.found_in_any(texts.of(doc)):
+                    where[index] = doc
+                    break
+        positives = len(query.terms)
+        negated = any(index in where for index in range(positives, len(terms)))
+        satisfied = [
+            group for group in query.groups
+            if all(query.terms.index(term) in where for term in group)
+        ]  # fmt: skip
+        answers = not negated and bool(satisfied)
+        shown = where.get(query.terms.index(satisfied[0][0])) if satisfied else (0, 0)
+        field_index, chunk = shown
+        match = engine.Match(0, key[0], key[1], chunk, field_index)
+        out[key] = _Found(match, row, texts.named(shown), answers)
+    return out
+
+
+class _DocTexts:
+    """The texts of a row's documents, read from the ledger when first asked for: the first
+    document's fields' first chunks, or one later chunk of a field."""
+
+    def __init__(self, key: tuple[str, int], row: indexer.LedgerRow):
+        self.kind, self.src = key
+        self.row = row
+        self.read: dict[tuple[int, int], str] = {}
+
+    def of(self, doc: tuple[int, int]) -> list[str]:
+        return [text for _, text in self.named(doc)]
+
+    def named(self, doc: tuple[int, int]) -> list[tuple[str, str]]:
+        field_index, chunk = doc
+        if not chunk:
+            return [(name, head) for name, length, head in self.row.pieces if length]
+        if doc not in self.read:
+            source = indexer.BY_KIND[self.kind]
+            self.read[doc] = indexer.read_chunk(source, field_index, chunk, [self.src]).get(
+                self.src, ""
+            )
+        name = self.row.pieces[field_index][0] if field_index < len(self.row.pieces) else "text"
+        return [(name, self.read[doc])]
 
 
 def _read_back(found: list[engine.Match]) -> list[_Found | None]:
@@ -147,6 +244,32 @@ def _read_back(found: list[engine.Match]) -> list[_Found | None]:
             texts = [(name, head) for name, length, head in row.pieces if length]
         out.append(_Found(match, row, texts))
     return out
+
+
+# Rows of several documents counted at most, each decided (beyond: the count is an upper bound).
+PIECES_COUNT_CAP = 500
+
+
+def count(query: Query, filters: engine.Filters, cap: int) -> tuple[int, bool]:
+    """How many rows answer the query, up to cap + 1, and whether that is only an upper bound
+    (a phrase is counted where its words are; rows of several documents past
+    PIECES_COUNT_CAP are counted undecided)."""
+    total = engine.count(query.match, filters, cap)
+    upper = query.needs_check
+    seen, before = 0, None
+    while total <= cap:
+        found = engine.pieces_rows(query.any_match, filters, before, PIECES_BATCH)
+        if seen >= PIECES_COUNT_CAP:
+            total += len(found)
+            upper = upper or bool(found)
+            break
+        decided = decide_rows(query, [(kind, src) for _, kind, src in found], check=False)
+        total += sum(read.answers for read in decided.values())
+        seen += len(found)
+        if len(found) < PIECES_BATCH:
+            break
+        before = found[-1][0]
+    return total, upper
 
 
 def run(query: Query, filters: engine.Filters, before: int | None) -> Page:

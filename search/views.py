@@ -169,8 +169,9 @@ def _results(form: SearchForm) -> dict:
     try:
         page = results.run(query, form.filters, form.before)
         total = form.count if form.before is not None else None
+        upper = query.needs_check
         if total is None:  # the first page counts; its next links carry the count on
-            total = engine.count(query.match, form.filters, indexer.COUNT_CAP)
+            total, upper = results.count(query, form.filters, indexer.COUNT_CAP)
     except engine.QueryNotUnderstood:
         return {"query_error": "The search engine could not read that query; try fewer symbols."}
     except (engine.QueryTooSlow, LedgerQueryTimeout):
@@ -181,8 +182,9 @@ def _results(form: SearchForm) -> dict:
         "total": min(total, cap),
         "total_capped": total > cap,
         "count_carried": min(total, cap + 1),
-        # The index counts documents with all of a phrase's words: at most that many match.
-        "total_at_most": query.needs_check,
+        # The index counts rows with all of a phrase's words: at most that many match (and rows
+        # over 64 KB past the count's cap are counted undecided).
+        "total_at_most": upper,
     }
 
 
