@@ -2,13 +2,18 @@
 admins with capped counts, and ledger times shown as local wall-clock time."""
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import quote
+from django.contrib.admin.views.main import ChangeList
 from django.core.paginator import Paginator
 from django.db.models import BooleanField
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.functional import cached_property
 from django.utils.text import smart_split
+from django.utils.translation import gettext as _
 
 from ledgerfacts.timestamps import ms_to_datetime
+from ledgerweb import long_values
 from ledgerweb.formatting import ledger_bool
 from ledgerweb.paging import capped
 
@@ -40,10 +45,79 @@ def _as_stored(field_name: str):
     return show
 
 
+class LinkableChangeList(ChangeList):
+    """Row links that a server takes: a row whose id is too long for a link goes by its key
+    (ledgerweb/long_values.py; ReadOnlyLedgerAdmin.get_object reads it back)."""
+
+    def url_for_result(self, result):
+        pk = getattr(result, self.pk_attname)
+        return reverse(
+            f"admin:{self.opts.app_label}_{self.opts.model_name}_change",
+            args=(quote(long_values.for_link(pk)),),
+            current_app=self.model_admin.admin_site.name,
+        )
+
+
+class ValuesFilter(admin.AllValuesFieldListFilter):
+    """A column's values to filter by (status, persona, role): at most CHOICES of them, each
+    shown at most SHOWN characters long, and each link carrying its value by its key when the
+    value is too long for a link (a 100,000-character persona made a 600 kB link)."""
+
+    CHOICES = 100
+    SHOWN = 80
+
+    def __init__(self, field, request, params, model, model_admin, field_path):
+        super().__init__(field, request, params, model, model_admin, field_path)
+        self.lookup_choices = list(self.lookup_choices[: self.CHOICES])
+        values = self.used_parameters.get(self.lookup_kwarg)
+        if values:
+            try:
+                resolved = [long_values.resolve(str(v)) for v in values]
+            except long_values.UnknownKey as error:
+                raise admin.options.IncorrectLookupParameters(error) from None
+            self.used_parameters[self.lookup_kwarg] = self.lookup_val = resolved
+
+    def choices(self, changelist):
+        """As Django's, with each value's link and label made for any length."""
+        counts = self.get_facet_queryset(changelist) if changelist.add_facets else None
+        kwarg, isnull = self.lookup_kwarg, self.lookup_kwarg_isnull
+        yield {
+            "selected": self.lookup_val is None and self.lookup_val_isnull is None,
+            "query_string": changelist.get_query_string(remove=[kwarg, isnull]),
+            "display": _("All"),
+        }
+        empty = None
+        for i, value in enumerate(self.lookup_choices):
+            count = f" ({counts[f'{i}__c']})" if counts else ""
+            if value is None:
+                empty = f"{self.empty_value_display}{count}"
+                continue
+            value = str(value)
+            yield {
+                "selected": self.lookup_val is not None and value in self.lookup_val,
+                "query_string": changelist.get_query_string(
+                    {kwarg: long_values.for_link(value)}, [isnull]
+                ),
+                "display": _shortened(value, self.SHOWN) + count,
+            }
+        if empty is not None:
+            yield {
+                "selected": bool(self.lookup_val_isnull),
+                "query_string": changelist.get_query_string({isnull: "True"}, [kwarg]),
+                "display": empty,
+            }
+
+
+def _shortened(text, length: int) -> str:
+    text = str(text)
+    return text if len(text) <= length else f"{text[:length]}… ({len(text):,} characters)"
+
+
 class ReadOnlyLedgerAdmin(admin.ModelAdmin):
     """Lists and detail pages, no add / change / delete: the ledger belongs to the runtime."""
 
     list_per_page = 50
+    object_history_template = "admin/ledger_object_history.html"
     show_full_result_count = False  # no count(*) of a million rows on every page
     paginator = CappedPaginator
     # Every term is one more LIKE in one expression: ~1,900 of them make SQLite refuse the
@@ -67,6 +141,17 @@ class ReadOnlyLedgerAdmin(admin.ModelAdmin):
             )
             search_term = " ".join(terms[: self.max_search_terms])
         return super().get_search_results(request, queryset, search_term)
+
+    def get_changelist(self, request, **kwargs):
+        return LinkableChangeList
+
+    def get_object(self, request, object_id, from_field=None):
+        """The row of a change or history page, whose address may carry its id by its key."""
+        try:
+            object_id = long_values.resolve(object_id)
+        except long_values.UnknownKey:
+            return None  # the admin says the object does not exist
+        return super().get_object(request, object_id, from_field)
 
     def has_add_permission(self, request):
         return False

@@ -7,13 +7,12 @@ exits non-zero on errors) and by the staff page /health/.
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from urllib.parse import urlencode
 
 from django.urls import NoReverseMatch, reverse
 
 from ledgerfacts import schema
 from ledgerfacts.timestamps import now_ms
-from ledgerweb import dialect, prices, sqlite
+from ledgerweb import dialect, long_values, prices, sqlite
 from ledgerweb.db import LEDGER, ledger_identity, ledger_path_of, ledger_place
 from ledgerweb.pg_schema import ROWIDS_FIX
 
@@ -228,7 +227,9 @@ def unpriced_models(tables: set[str]) -> Finding:
         Example(
             f"{name!r}: {turns:,} turn{'s' * (turns != 1)}, "
             f"{requests:,} request{'s' * (requests != 1)}",
-            f"{request_list}?{urlencode({'model': name})}" if requests and request_list else None,
+            f"{request_list}?{long_values.query({'model': name})}"
+            if requests and request_list
+            else None,
         )
         for name in unmatched[:LISTED_MODELS]
         for turns, requests in [counts[name]]

@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils.text import slugify
 
 from ledgerweb.converters import LedgerIdConverter
+from ledgerweb.long_values import LINK_VALUE_BYTES, MARK
 
 _NEEDS_ESCAPE = re.compile(r"[&<>\"']").search
 # What the id converter and the path leave as it is. Ledger ids are usually ULIDs made only of
@@ -44,8 +45,10 @@ def path_segment(ledger_id) -> str:
     turns each % into %25). The result holds only letters, digits, `-_.~` and `%`: it is also
     safe in HTML as it is."""
     text = str(ledger_id)
-    # "." and ".." are plain characters but dot segments: the converter encodes them.
-    return text if _PLAIN(text) and text not in (".", "..") else quote(_to_url(text), safe="")
+    # "." and ".." are plain characters but dot segments, and a long or `~~` id goes by its key
+    # (long_values): the converter sees to them.
+    plain = _PLAIN(text) and len(text) <= LINK_VALUE_BYTES and not text.startswith(MARK)
+    return text if plain and text not in (".", "..") else quote(_to_url(text), safe="")
 
 
 class IdUrls:

@@ -15,3 +15,12 @@ class HealthReport(models.Model):
         # As search.IndexState: spares the system checks a connection (a fresh checkout has no
         # var/ yet, and `check --deploy` or `ledger_import` must not need one).
         required_db_features = {"supports_json_field"}
+
+
+class LinkedValue(models.Model):
+    """A ledger value too long for a link, under the key a link carries instead
+    (ledgerweb/long_values.py). Kept for good, so a bookmarked link keeps working."""
+
+    key = models.CharField(max_length=22, primary_key=True)
+    value = models.TextField()  # as a JSON string: PostgreSQL's text cannot hold a NUL
+    created_at = models.DateTimeField(auto_now_add=True)

@@ -6,6 +6,7 @@ from django.core.exceptions import EmptyResultSet, FullResultSet
 from django.db import connections
 from django.db.models import Q, Value
 
+from ledgerweb import long_values
 from ledgerweb.params import Cursor
 from ledgerweb.sqlite import CappedCount, rows
 
@@ -65,7 +66,8 @@ def keyset_page(qs, column: str, after: Cursor | None, size: int) -> tuple[list,
 
 def page_cursor(stamp, row_id) -> str:
     """A cursor as ledgerweb.params.cursor reads it: "<time>:<id>" for a whole-number time (the
-    usual case, short), else a JSON pair (a REAL or text time, kept exactly)."""
+    usual case, short), else a JSON pair (a REAL or text time, kept exactly); by its key when
+    the row's id makes it too long for a link (ledgerweb/long_values.py)."""
     if isinstance(stamp, int) and not isinstance(stamp, bool):
-        return f"{stamp}:{row_id}"
-    return json.dumps([stamp, row_id])
+        return long_values.for_link(f"{stamp}:{row_id}")
+    return long_values.for_link(json.dumps([stamp, row_id]))

@@ -22,6 +22,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from ledgerweb import long_values
 from ledgerweb.http import wants_json
 
 MAX_TEXT = 1000  # characters of a text filter: links repeat it, and LIKE patterns have limits
@@ -80,9 +81,30 @@ def read_as_is(params, name: str, parse: Callable, errors: dict[str, str]):
 
 def _parse(name: str, raw: str, parse: Callable, errors: dict[str, str], consequence: str):
     try:
-        return parse(raw)
+        return _parse_linked(raw, parse)
     except Invalid as why:
         errors[name] = problem(name, raw, str(why), consequence)
+        return None
+
+
+def _parse_linked(raw: str, parse: Callable):
+    """A parameter as a link wrote it: a value too long for a link comes as its key
+    (ledgerweb/long_values.py), read back here before it is parsed."""
+    try:
+        value = long_values.resolve(raw)
+    except long_values.UnknownKey as error:
+        raise Invalid(str(error)) from None
+    if parse is exact and value is not raw:
+        return value  # a ledger value our own link carried by its key: any length
+    return parse(value)
+
+
+def linked(raw: str | None) -> str | None:
+    """A parameter read without a parser (an anchor id), its key read back; None for a key this
+    site does not hold."""
+    try:
+        return None if raw is None else long_values.resolve(raw)
+    except long_values.UnknownKey:
         return None
 
 
@@ -93,6 +115,14 @@ def text(raw: str) -> str:
     if len(raw) > MAX_TEXT:
         raise Invalid(f"longer than {MAX_TEXT:,} characters")
     return raw
+
+
+def exact(raw: str) -> str:
+    """A value matched exactly (an id, a column's value, a hook's name). Typed, as long as
+    `text`; carried by a link of ours as its key (ledgerweb/long_values.py), any length the
+    ledger holds: equality costs the same at any length. Text searched *within* (a LIKE) is
+    `text` whichever way it came."""
+    return text(raw)
 
 
 def choice(*options: str, unlisted: tuple[str, ...] = ()) -> Callable[[str], str]:
@@ -213,7 +243,7 @@ def strict(params, name: str, parse: Callable, default=None):
     if raw == "":
         return default
     try:
-        return parse(raw)
+        return _parse_linked(raw, parse)
     except Invalid as why:
         raise BadParameter(name, raw, str(why)) from why
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cached_property
-from urllib.parse import urlencode
 
 import numpy as np
 from django.urls import reverse
@@ -21,6 +20,7 @@ from django.utils import timezone
 
 from background import lock as background
 from ledgerfacts.timestamps import ms_to_datetime, now_ms
+from ledgerweb import long_values
 from ledgerweb.costs import CostSum, TurnCost, turn_cost, usd
 from ledgerweb.formatting import value_label
 from ledgerweb.params import NOT_APPLIED, problem, reject
@@ -176,14 +176,14 @@ class DashboardFilters:
                 query |= value_query(param, value if value is None else str(value))
             elif value not in ("", None):
                 query[param] = value
-        return reverse("pipeline:requests") + "?" + urlencode(query)
+        return reverse("pipeline:requests") + "?" + long_values.query(query)
 
     def query(self, **changes) -> str:
         values = {"window": self.window, "source": self.source, "persona": self.persona}
         if self.window == "custom":
             values |= {"since": self.since_ms, "until": self.until_ms}
         values |= changes
-        return urlencode({k: v for k, v in values.items() if v not in ("", None)})
+        return long_values.query({k: v for k, v in values.items() if v not in ("", None)})
 
     @property
     def drawn(self) -> tuple[int, int]:

@@ -13,6 +13,7 @@ from ledgerweb.params import (
     WINDOWS,
     Cursor,
     choice,
+    exact,
     moment_ms,
     read,
     read_as_is,
@@ -85,10 +86,10 @@ def _exact_values(params, errors: dict[str, str]) -> dict[str, str | None]:
 def _as_stored(params, param: str, errors: dict[str, str]) -> str | None:
     """A value as the site wrote it (`param__exact`: exactly), else as a person typed it
     (`param`: stripped, blank is "any"); None when neither is given."""
-    exact = read_as_is(params, param + EXACT_SUFFIX, text, errors)
-    if exact is not None:
-        return exact
-    return read(params, param, text, errors) or None
+    as_is = read_as_is(params, param + EXACT_SUFFIX, exact, errors)
+    if as_is is not None:
+        return as_is
+    return read(params, param, exact, errors) or None
 
 
 def window_bounds(window: str, now: int) -> tuple[int, int]:

@@ -20,7 +20,7 @@ from django.utils.timesince import timesince
 
 from ledgerfacts.timestamps import ms_to_datetime
 from ledgerweb import sqlite
-from ledgerweb.admin import ReadOnlyLedgerAdmin, when
+from ledgerweb.admin import ReadOnlyLedgerAdmin, ValuesFilter, when
 from ledgerweb.paging import capped
 from sessions.kinds import RoutingKey
 from sessions.models import Compaction, Message, Session, ToolCall, Turn
@@ -97,7 +97,7 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
     list_display = [
         "title", "persona", "channel", "status", "turn_total", "last_activity", "open",
     ]  # fmt: skip
-    list_filter = ["status", "persona", IdleFilter]
+    list_filter = [("status", ValuesFilter), ("persona", ValuesFilter), IdleFilter]
     search_fields = ["label", "routing_key", "=id"]
     ordering = ["-updated_at"]
     actions = ["archive", "restore", "mark_deleted"]
@@ -240,7 +240,7 @@ def _turn_link(turn_id, session_id):
 @admin.register(Turn)
 class TurnAdmin(ReadOnlyLedgerAdmin):
     list_display = ["id", "session_id", "status", "model", "total_tokens", "started", "open"]
-    list_filter = ["status"]
+    list_filter = [("status", ValuesFilter)]
     search_fields = ["=id", "=session__id"]
     ordering = ["-started_at"]
 
@@ -256,7 +256,7 @@ class TurnAdmin(ReadOnlyLedgerAdmin):
 @admin.register(Message)
 class MessageAdmin(ReadOnlyLedgerAdmin):
     list_display = ["id", "turn_id", "role", "sequence", "excerpt"]
-    list_filter = ["role"]
+    list_filter = [("role", ValuesFilter)]
     search_fields = ["=id", "=turn__id"]
 
     @admin.display(description="content")
@@ -267,7 +267,7 @@ class MessageAdmin(ReadOnlyLedgerAdmin):
 @admin.register(ToolCall)
 class ToolCallAdmin(ReadOnlyLedgerAdmin):
     list_display = ["id", "turn_id", "tool_name", "status", "sequence", "started"]
-    list_filter = ["status"]
+    list_filter = [("status", ValuesFilter)]
     search_fields = ["=id", "=turn__id", "tool_name"]
     ordering = ["-started_at"]
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 from ledgerweb import dialect, sqlite
 from ledgerweb.costs import CostSum, usd
 from ledgerweb.paging import capped, keyset_page, page_cursor
-from ledgerweb.params import Cursor, choice, iso_date, read, read_as_is, reject, text
+from ledgerweb.params import Cursor, choice, exact, iso_date, read, read_as_is, reject, text
 from ledgerweb.sqlite import CappedCount
 from ledgerweb.text import first_line
 from sessions.kinds import FORK, KINDS, MAIN, SUBAGENT, RoutingKey
@@ -63,7 +63,7 @@ class SessionFilters:
         def chosen(name: str) -> str:
             """A value the page offered (a select's option): exactly as stored, spaces and
             all ('archived ' is not 'archived'); only what a person types is trimmed."""
-            return read_as_is(params, name, text, errors) or ""
+            return read_as_is(params, name, exact, errors) or ""
 
         f = cls(
             q=value("q"),

@@ -25,6 +25,7 @@ from urllib.parse import quote
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
+from ledgerweb import long_values
 from ledgerweb.costs import cost_html
 from ledgerweb.formatting import duration, short_model, tokens
 from ledgerweb.html_parts import IdUrls, css_name, escape
@@ -72,7 +73,7 @@ def _gutter(g: Gutter) -> str:
 def _fold(item: TreeItem, gutter_svg: str) -> str:
     # Unfolding shows the page of the unfolded tree that holds the stretch (?at=).
     first_id = item.fold.first.node.id
-    unfold = escape(f"?unfold=all&at={quote(str(first_id), safe='')}")
+    unfold = escape(f"?unfold=all&at={quote(long_values.for_link(first_id), safe='')}")
     return (
         f'<a class="tree-row fold" href="{unfold}#turn-{escape(first_id)}" hx-get="{unfold}" '
         f'hx-target="#tree" hx-push-url="true" data-line="{item.line}">{gutter_svg}'

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_POST
 from ledgerweb import downloads, sqlite
 from ledgerweb.html_parts import IdUrls, css_name
 from ledgerweb.http import respond
-from ledgerweb.params import answers_bad_parameters, choice, cursor, strict, text
+from ledgerweb.params import answers_bad_parameters, choice, cursor, exact, linked, strict
 from ledgerweb.text import show_json
 from sessions import compare as comparing
 from sessions import export as exporting
@@ -97,7 +97,8 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
         selected_id = session_tree.layout.rows[0].node.id if session_tree.layout.rows else None
     unfold = strict(request.GET, "unfold", choice("all")) == "all"
     first_line, page_error = _positive_number(request.GET, "from")
-    page = tree_page(session_tree, selected_id, unfold, first_line, request.GET.get("at"))
+    at = linked(request.GET.get("at"))
+    page = tree_page(session_tree, selected_id, unfold, first_line, at)
     return {
         "session": session,
         "tree": session_tree,
@@ -209,7 +210,7 @@ def _session_twin(request: HttpRequest, session: Session) -> dict:
 
 def _session_page(request: HttpRequest, session: Session) -> HttpResponse:
     ctx = _session_context(request, session, None)
-    jump_to = request.GET.get("turn", "").strip()
+    jump_to = (linked(request.GET.get("turn", "")) or "").strip()
     if jump_to in ctx["tree"].turns:
         return redirect("sessions:turn", session_id=session.id, turn_id=jump_to)
     if jump_to:
@@ -427,7 +428,7 @@ def _json_ready(items) -> dict:
 @answers_bad_parameters
 def compare(request: HttpRequest, session_id: str) -> HttpResponse:
     session = _get_session(session_id)
-    a, b = strict(request.GET, "a", text, ""), strict(request.GET, "b", text, "")
+    a, b = strict(request.GET, "a", exact, ""), strict(request.GET, "b", exact, "")
     result = comparing.compare(session, a, b) if a and b else None
     return respond(
         request,

@@ -141,6 +141,15 @@ def postgres_ledgers(request) -> PostgresLedgers:
     return request.config.stash[_postgres_key]
 
 
+@pytest.fixture(autouse=True)
+def _forget_linked_values():
+    """Each test's database starts empty: the keys a process remembers writing
+    (ledgerweb/long_values.py) must not outlive the test that wrote them."""
+    from ledgerweb import long_values
+
+    long_values._known.clear()
+
+
 @pytest.fixture
 def ledger() -> LedgerBuilder:
     """The current test's ledger (file or PostgreSQL database), with builders for its rows."""

@@ -5,7 +5,7 @@ from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
 from ledgerfacts.timestamps import ms_to_datetime
-from ledgerweb import formatting
+from ledgerweb import formatting, long_values
 from ledgerweb.text import as_text, render_markdown
 
 register = template.Library()
@@ -65,9 +65,24 @@ def permille_min(ratio) -> str:
 
 @register.filter
 def urlencode_dict(mapping) -> str:
-    from urllib.parse import urlencode
+    """A query string of a dict of ledger values, each as a link carries it (long_values)."""
+    return long_values.query(mapping)
 
-    return urlencode(mapping)
+
+@register.filter
+def link_text(value) -> str:
+    """A ledger value as a link or form carries it, not yet URL-encoded (`{% querystring %}` and
+    a form's fields encode it): by its key when too long (ledgerweb/long_values.py)."""
+    return long_values.for_link("" if value is None else value)
+
+
+@register.filter
+def link_value(value) -> str:
+    """A ledger value in a link's query (`?persona={{ p|link_value }}`): URL-encoded, and by its
+    key when too long for a link (ledgerweb/long_values.py)."""
+    from urllib.parse import quote
+
+    return quote(long_values.for_link("" if value is None else value), safe="")
 
 
 @register.filter

@@ -22,6 +22,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import html5lib
 from django.urls import Resolver404, resolve
+from links import REQUEST_LINE_LIMIT, request_line_bytes
 
 MAX_FOLLOWS = 400
 # Links whose text is a count are checked beyond the sample (they are the numbers people trust),
@@ -220,6 +221,9 @@ class Walker:
     def check_written_address(self, page_url: str, control: Control) -> None:
         if control.raw and "??" in control.raw:
             self.fail(page_url, f"{control.label} is written {control.raw!r} (`??`)")
+        if control.url and request_line_bytes(control.url) > REQUEST_LINE_LIMIT:
+            self.fail(page_url, f"{control.label} is too long for a server to take "
+                      f"({request_line_bytes(control.url):,} bytes)")  # fmt: skip
 
     def check_kept_filters(self, page_url: str, control: Control, url: str) -> None:
         lost = lost_filters(page_url, url, control)
