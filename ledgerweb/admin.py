@@ -117,7 +117,8 @@ class ReadOnlyLedgerAdmin(admin.ModelAdmin):
     """Lists and detail pages, no add / change / delete: the ledger belongs to the runtime."""
 
     list_per_page = 50
-    object_history_template = "admin/ledger_object_history.html"
+    change_form_template = "ledgerweb/admin/change_form.html"
+    object_history_template = "ledgerweb/admin/object_history.html"
     show_full_result_count = False  # no count(*) of a million rows on every page
     paginator = CappedPaginator
     # Every term is one more LIKE in one expression: ~1,900 of them make SQLite refuse the

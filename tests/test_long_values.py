@@ -202,3 +202,20 @@ def test_the_request_page_of_a_long_principal_links_to_followable_pages(admin_cl
     assert not unfollowable(urljoin("http://testserver/pipeline/requests/x/", u) for u in links)
     turn_link = next(link for link in links if "/turns/" in link)
     assert follow(admin_client, "/pipeline/requests/x/", turn_link).status_code == 200
+
+
+def test_the_admin_reaches_a_row_with_a_3000_character_id_and_its_history(
+    admin_client, long_session
+):
+    listing = admin_client.get("/admin/conversations/session/")
+    links = links_of(listing.content.decode())
+    assert not unfollowable(urljoin("http://testserver/admin/conversations/session/", u)
+                            for u in links)  # fmt: skip
+    change = next(link for link in links if "/change/" in link and "~~" in link)
+    page = follow(admin_client, "/admin/conversations/session/", change)
+    assert page.status_code == 200 and SESSION[:100] in page.content.decode()
+    history = next(link for link in links_of(page.content.decode()) if "/history/" in link)
+    assert follow(admin_client, change, history).status_code == 200
+    persona = next(link for link in links if "persona=" in link)  # the 100,000-character one
+    filtered = follow(admin_client, "/admin/conversations/session/", persona).content.decode()
+    assert SESSION[:100] in filtered and "0 sessions" not in filtered
