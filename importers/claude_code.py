@@ -31,7 +31,7 @@ from importers.jsonl import (
     read_transcripts,
 )
 from importers.naming import label_from, main_routing_key
-from importers.times import zoned_iso_ms
+from importers.times import KEPT_ORDER, TurnOrder, zoned_iso_ms
 
 FORMAT = "claude-code"
 PERSONA = "claude-code"
@@ -403,31 +403,44 @@ class _Rows:
     def add_turn(self, turn: TurnBuild, *, is_tail: bool) -> None:
         calls: list[dict] = []
         sequence = 0
+        # Timed so that the ledger's order (by time, a message first at equal times) is the
+        # transcript's (importers/times.py).
+        order = TurnOrder()
         for entry in turn.entries:
             text = self._text_of(entry)
-            if text:
-                self.messages.append({
-                    "id": entry.uuid,
-                    "turn_id": turn.id,
-                    "role": "system" if entry.type == "system" else entry.type,
-                    "content": text,
-                    "sequence": sequence,
-                    "created_at": entry.ms,
-                })  # fmt: skip
+            # A line's text is one message, placed before its calls unless a call comes first.
+            text_last = bool(text) and _call_before_text(entry)
+            if text and not text_last:
+                self._message(turn, entry, text, sequence, order.message(entry.ms))
                 sequence += 1
             for block in entry.blocks:
                 kind = block.get("type")
                 if kind == "tool_use" and entry.type == "assistant":
-                    calls.append(self._tool_call(turn, block, entry, len(calls)))
+                    calls.append(self._tool_call(turn, block, entry, len(calls), order))
                 elif kind == "tool_result":
                     self._tool_result(block, entry)
                 elif kind in ("thinking", "redacted_thinking"):
                     self.report.unmapped("Claude Code thinking blocks")
                 elif kind == "image":
                     self.report.unmapped("Claude Code image blocks")
+            if text_last:
+                self._message(turn, entry, text, sequence, order.message(entry.ms))
+                sequence += 1
+        if order.moved:
+            self.report.repaired(KEPT_ORDER, order.moved)
         self.turns.append(self._turn_row(turn, calls, is_tail))
         if usage := _billed_usage(turn):
             self.turn_usage.append(usage)
+
+    def _message(self, turn: TurnBuild, entry: Entry, text: str, sequence: int, ms: int) -> None:
+        self.messages.append({
+            "id": entry.uuid,
+            "turn_id": turn.id,
+            "role": "system" if entry.type == "system" else entry.type,
+            "content": text,
+            "sequence": sequence,
+            "created_at": ms,
+        })  # fmt: skip
 
     def _text_of(self, entry: Entry) -> str:
         if entry.is_compact_boundary:
@@ -441,7 +454,9 @@ class _Rows:
             return content if isinstance(content, str) else ""
         return entry.text
 
-    def _tool_call(self, turn: TurnBuild, block: dict, entry: Entry, sequence: int) -> dict:
+    def _tool_call(
+        self, turn: TurnBuild, block: dict, entry: Entry, sequence: int, order: TurnOrder
+    ) -> dict:
         call_id = _nonempty_str(block.get("id")) or derived_id(entry.ms, entry.uuid, sequence)
         if call_id in self.calls_by_id:
             return self.calls_by_id[call_id]  # the same tool_use written on two lines
@@ -453,7 +468,7 @@ class _Rows:
             "result": None,
             "error": None,
             "status": "pending",
-            "started_at": entry.ms,
+            "started_at": order.call(entry.ms),
             "completed_at": None,
             "sequence": sequence,
         }
@@ -532,6 +547,12 @@ class _Rows:
                 "trigger_reason": _nonempty_str(meta.get("trigger")),
                 "created_at": turn.entries[0].ms,
             })  # fmt: skip
+
+
+def _call_before_text(entry: Entry) -> bool:
+    """Whether a line's first tool_use block comes before its first text block."""
+    kinds = [b.get("type") for b in entry.blocks]
+    return "tool_use" in kinds and "text" in kinds and kinds.index("tool_use") < kinds.index("text")
 
 
 def _plain(content):

@@ -45,7 +45,7 @@ from importers.jsonl import (
     read_transcripts,
 )
 from importers.naming import label_from, main_routing_key
-from importers.times import zoned_iso_ms
+from importers.times import KEPT_ORDER, TurnOrder, zoned_iso_ms
 
 FORMAT = "codex"
 PERSONA = "codex"
@@ -218,8 +218,10 @@ def _time_in_name(path: Path) -> str | None:
 
 
 def _enveloped(record: Record, timestamp, kind: str, payload: dict) -> Record:
+    """A record of an older layout in the envelope layout; its time (the session's start) is
+    a stand-in, so durations ending at it are not known."""
     data = {"timestamp": timestamp, "type": kind, "payload": payload}
-    return Record(record.where, record.line, data)
+    return Record(record.where, record.line, data, stand_in_time=kind != "session_meta")
 
 
 def _session_id(path: Path, records: list[Record]) -> str | None:
@@ -241,8 +243,19 @@ class _Turn:
     messages: int = 0
     answered: bool = False
     ended: str | None = None  # the status a task_complete / turn_aborted / error gave it
-    ended_at: int | None = None
+    ended_at: int | None = None  # None also when its record's time was a stand-in
     last_ms: int = 0
+    last_is_stand_in: bool = False  # the time of its latest record is a stand-in: no known end
+    order: TurnOrder = field(default_factory=TurnOrder)  # its messages' and calls' times
+
+    @property
+    def end(self) -> int | None:
+        """When the turn ended: its end event's time, else its latest record's; not known when
+        that time is a stand-in (an older layout's, or a record without one)."""
+        if self.ended:
+            return self.ended_at
+        return None if self.last_is_stand_in else self.last_ms
+
     completion: int = 0
     compaction: bool = False
     # What the turn's model calls billed (the optional turn_usage row): each new token_count
@@ -274,6 +287,7 @@ class _Rollout:
         self.context_tokens: int | None = None
         self.has_task_events = False
         self.last_ms: int | None = None
+        self.stand_in = False  # the current record's time is not its own (an estimate)
 
     @property
     def current(self) -> _Turn | None:
@@ -291,6 +305,7 @@ class _Rollout:
         if ms is None and self.last_ms is None:
             self.report.skipped(record.where, f"no usable timestamp ({data.get('timestamp')!r})")
             return
+        self.stand_in = ms is None or record.stand_in_time
         if ms is None:
             # A rollout is written in time order: the record before is the best estimate.
             ms = self.last_ms
@@ -344,8 +359,8 @@ class _Rollout:
             if turn and not turn.compaction:
                 failed = kind != "task_complete" or bool(payload.get("error"))
                 turn.ended = "failed" if failed else "completed"
-                turn.ended_at = ms
-                turn.last_ms = max(turn.last_ms, ms)
+                turn.ended_at = self.known(ms)
+                self.touch(turn, ms)
         elif kind == "collab_agent_spawn_end":
             self.spawn_end(payload)
         elif kind == "thread_name_updated":
@@ -392,6 +407,7 @@ class _Rollout:
                 "model": self.model,
             },
             last_ms=ms,
+            last_is_stand_in=self.stand_in,
         )
         self.turns.append(turn)
         self.flush_preamble()
@@ -417,9 +433,20 @@ class _Rollout:
             "role": role,
             "content": text,
             "sequence": turn.messages,
-            "created_at": ms,
+            "created_at": turn.order.message(ms),
         })  # fmt: skip
         turn.messages += 1
+        self.touch(turn, ms)
+
+    def known(self, ms: int) -> int | None:
+        """The current record's time as an end time: None when it is a stand-in (a duration
+        ending there is not known, and shown so, not as 0 ms)."""
+        return None if self.stand_in else ms
+
+    def touch(self, turn: _Turn, ms: int) -> None:
+        """A record of `turn` at `ms`: the latest one says when the turn was last heard of."""
+        if ms >= turn.last_ms:
+            turn.last_is_stand_in = self.stand_in
         turn.last_ms = max(turn.last_ms, ms)
 
     def call(self, record: Record, ms: int, payload: dict, kind: str) -> None:
@@ -436,18 +463,18 @@ class _Rollout:
             "result": encode_json(payload.get("result")) if payload.get("result") else None,
             "error": None,
             "status": "pending",
-            "started_at": ms,
-            "completed_at": ms if done_now else None,
+            "started_at": turn.order.call(ms),
+            "completed_at": self.known(ms) if done_now else None,
             "sequence": len(turn.calls),
         }
         if status in ("failed", "incomplete"):
             row["status"], row["error"] = "failed", f"the call ended {status}"
-            row["completed_at"] = ms
+            row["completed_at"] = self.known(ms)
         elif done_now:
             row["status"] = "completed"
         turn.calls.append(row)
         turn.answered = True
-        turn.last_ms = max(turn.last_ms, ms)
+        self.touch(turn, ms)
         if isinstance(payload.get("call_id"), str):
             self.calls[payload["call_id"]] = row
             if row["status"] == "pending":
@@ -466,9 +493,9 @@ class _Rollout:
         else:
             call["status"] = "completed"
             call["result"] = encode_json(output if output is not None else "")
-        call["completed_at"] = ms
+        call["completed_at"] = self.known(ms)
         if self.current:
-            self.current.last_ms = max(self.current.last_ms, ms)
+            self.touch(self.current, ms)
 
     def token_count(self, info) -> None:
         if not isinstance(info, dict) or not self.current:
@@ -497,7 +524,7 @@ class _Rollout:
 
     def compacted(self, record: Record, ms: int, payload: dict) -> None:
         turn = self.start_turn(record, ms)
-        turn.ended, turn.ended_at, turn.compaction = "completed", ms, True
+        turn.ended, turn.ended_at, turn.compaction = "completed", self.known(ms), True
         summary = payload.get("message") if isinstance(payload.get("message"), str) else ""
         history = payload.get("replacement_history")
         if not summary.strip() and isinstance(history, list) and history:
@@ -566,11 +593,13 @@ class _Rollout:
                 call["error"] = "no output for this call in the rollout"
         prompt = turn.row.get("prompt_tokens")
         finished = status in ("completed", "failed")
+        if turn.order.moved:
+            self.report.repaired(KEPT_ORDER, turn.order.moved)
         return {
             **turn.row,
             "session_id": self.session_id,
             "status": status,
-            "completed_at": (turn.ended_at or turn.last_ms) if finished else None,
+            "completed_at": turn.end if finished else None,
             "prompt_tokens": prompt,
             "completion_tokens": turn.completion if prompt is not None else None,
             "total_tokens": prompt + turn.completion if prompt is not None else None,

@@ -26,6 +26,8 @@ class Record:
     where: str  # "path/to/file.jsonl:12"
     line: int
     data: dict
+    # Its time is not its own: an importer gave it one (an older Codex layout has none).
+    stand_in_time: bool = False
 
 
 @dataclass

@@ -60,3 +60,34 @@ def _iso_datetime(text: str) -> datetime | None:
 
 def _ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
+
+
+class TurnOrder:
+    """Times for one turn's messages and tool calls, given in the order the transcript has them,
+    that the ledger's order keeps (sessions/timeline.py: by time, the message first at equal
+    times; docs/decisions.md, "A turn is shown as it happened").
+
+    A message recorded in the same millisecond as a call before it, or earlier (clocks skew,
+    stand-in times repeat), is placed 1 ms after that call; a call earlier than a message
+    before it takes the message's time. Everything else keeps its own time. `moved` counts the
+    times changed, for the import's summary."""
+
+    def __init__(self):
+        self.last_message: int | None = None
+        self.last_call: int | None = None
+        self.moved = 0
+
+    def message(self, ms: int) -> int:
+        if self.last_call is not None and ms <= self.last_call:
+            ms, self.moved = self.last_call + 1, self.moved + 1
+        self.last_message = ms if self.last_message is None else max(self.last_message, ms)
+        return ms
+
+    def call(self, ms: int) -> int:
+        if self.last_message is not None and ms < self.last_message:
+            ms, self.moved = self.last_message, self.moved + 1
+        self.last_call = ms if self.last_call is None else max(self.last_call, ms)
+        return ms
+
+
+KEPT_ORDER = "times moved by a millisecond or so to keep the transcript's order of text and calls"

@@ -35,10 +35,15 @@ PROGRESS_COLUMNS = {
 }
 # Columns of a row already there that the source may legitimately have moved on: the progress
 # above, a session's head and activity (and its status: a user may have archived it since), a
-# turn's growing usage. Any other difference is a collision.
+# turn's growing usage; and the time of a message or call, which an importer may place apart
+# from its record's by a millisecond to keep the transcript's order (importers/times.py), so a
+# ledger imported before that is not full of false collisions. Any other difference is a
+# collision.
 MAY_MOVE = {
     "sessions": ("label", "root_turn_id", "current_turn_id", "updated_at", "status"),
-    **PROGRESS_COLUMNS,
+    "turns": PROGRESS_COLUMNS["turns"],
+    "tool_calls": (*PROGRESS_COLUMNS["tool_calls"], "started_at"),
+    "messages": ("created_at",),
     "turn_usage": tuple(c.name for c in expected_columns()["turn_usage"]),
 }
 # How many ids one collision check looks up at a time (SQLite allows 32,766 parameters).

@@ -2,11 +2,13 @@
 whole value as a download, read PIECE_CHARS at a time so no worker holds it all (a 50 MB tool
 result made a 50 MB page, and a worker held it twice)."""
 
+import re
 from collections.abc import Iterator
 
 from django.db.models import QuerySet
 from django.db.models.functions import Length, Substr
 from django.http import StreamingHttpResponse
+from django.utils.http import content_disposition_header
 
 from ledgerweb import sqlite
 
@@ -36,10 +38,10 @@ def cut_to_heads(row, fields: tuple[str, ...]) -> dict[str, int]:
     return cut
 
 
-def pieces(table: str, column: str, where: str, params: list) -> Iterator[bytes]:
-    """The whole value of `column` in the one row `where` picks, as bytes. A BLOB comes as
-    stored: substr cuts it in bytes, and decoding pieces could split a character."""
-    start = 1
+def pieces(table: str, column: str, where: str, params: list, start: int = 1) -> Iterator[bytes]:
+    """The whole value of `column` in the one row `where` picks, as bytes (from its `start`th
+    character, 1 the first). A BLOB comes as stored: substr cuts it in bytes, and decoding
+    pieces could split a character."""
     while True:
         found = sqlite.rows(
             f"SELECT substr({column}, %s, %s) FROM {table} WHERE {where}",
@@ -56,6 +58,24 @@ def attachment(content: Iterator[bytes], stem: str, *, is_json: bool) -> Streami
     """A download of `content`, streamed: the one answer not capped in bytes, as asked for."""
     kind = "application/json" if is_json else "text/plain; charset=utf-8"
     response = StreamingHttpResponse(content, content_type=kind)
-    name = f"{stem}.{'json' if is_json else 'txt'}"
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    response["Content-Disposition"] = attachment_disposition(stem, "json" if is_json else "txt")
     return response
+
+
+# What a saved file's name keeps of a ledger id: anything else (quotes, semicolons, line breaks,
+# NULs, slashes, other scripts) becomes one "_" per run.
+UNSAFE_IN_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+NAME_CHARS = 120
+
+
+def safe_filename(stem: str, extension: str) -> str:
+    """A file name made of `stem` that no browser or file system reads as anything else: an id
+    `x"; filename*=UTF-8''evil.html; x="` is saved as x_filename_UTF-8_evil_html_x_.json, not
+    as evil.html; a line break or a NUL no longer makes the header invalid (a 500)."""
+    safe = UNSAFE_IN_NAME.sub("_", stem)[:NAME_CHARS].strip("_-") or "download"
+    return f"{safe}.{extension}"
+
+
+def attachment_disposition(stem: str, extension: str) -> str:
+    """The Content-Disposition of a download saved as `safe_filename(stem, extension)`."""
+    return content_disposition_header(True, safe_filename(stem, extension))

@@ -300,6 +300,13 @@ def in_list(ids, alias: str = LEDGER) -> tuple[str, list]:
     given as a constant it counts."""
     ids = list(ids)
     if connections[alias].vendor != "postgresql":
+        # json_each ends a text at a NUL ("a\x00b" comes out as "a", which matches nothing): an
+        # id holding one is bound on its own (PostgreSQL's text cannot hold one at all).
+        with_nul = [v for v in ids if isinstance(v, str) and "\x00" in v]
+        if with_nul:
+            plain = [v for v in ids if not (isinstance(v, str) and "\x00" in v)]
+            each = " UNION ALL SELECT %s" * len(with_nul)
+            return f"(SELECT value FROM json_each(%s){each})", [json.dumps(plain), *with_nul]
         return "(SELECT value FROM json_each(%s))", [json.dumps(ids)]
     if not ids:  # an empty array has no type to unnest
         return "(NULL)", []

@@ -9,7 +9,7 @@ from sessions.detail import SessionTree, TurnInfo
 from sessions.kinds import RoutingKey
 from sessions.listing import SessionFilters, SessionPage
 from sessions.thread import Thread
-from sessions.turn_detail import TurnDetail
+from sessions.turn_detail import MessageView, TurnDetail
 
 
 def _session(s) -> dict:
@@ -139,6 +139,11 @@ def turn(info: TurnInfo, detail: TurnDetail) -> dict:
                 "child_session_id": c.child_session_id,
             }
             for c in detail.tool_calls
+        ],
+        # Both lists in one, as the turn happened (sessions/timeline.py): what the panel shows.
+        "timeline": [
+            {"kind": "message" if isinstance(item, MessageView) else "tool_call", "id": item.id}
+            for item in detail.timeline
         ],
     }
 

@@ -222,31 +222,64 @@ def _row(item: TreeItem, url: str, gutter_svg: str, model_html: str) -> str:
 
 
 def tool_calls_html(calls: list[ToolCallView], session: Session, turn_id: str) -> SafeString:
-    call_urls = IdUrls("sessions:call", session.id, turn_id)
-    session_urls = IdUrls("sessions:detail")
-    # A call is open when its body came with the panel: every call of a short list, the first
-    # failed calls of a long one (turn_detail.OPEN_FAILED_CALLS). Other bodies load when opened.
-    # A turn calls a few tools, with a few statuses, many times over: each pair is written once.
-    # For this panel only (they are ledger values, of any size). typed: the number 5 and the
-    # text "5" are different values.
-    name_and_status = lru_cache(maxsize=None, typed=True)(_name_and_status)
-    parts = []
-    for call in calls:
-        failed = call.status == "failed"
-        opened = call.parameters is not None
-        if not opened:
-            body = _lazy_body(call_urls.html(call.id))
-        else:
-            body = render_to_string(
-                "sessions/_call_body.html", {"c": call, "session": session, "turn_id": turn_id}
+    """The <li> of each call, in the order given."""
+    return ToolCallsHtml(session, turn_id).html(calls)
+
+
+def timeline_parts(timeline: list, session: Session, turn_id: str) -> list[dict]:
+    """A turn's messages and calls as the panel draws them, in the order they happened: each
+    message for the template ({"message": m}), and each run of calls between two messages as
+    its HTML ({"calls_html": …}), so a 600-call turn is a few template steps, not 600."""
+    calls_html = ToolCallsHtml(session, turn_id)
+    parts: list[dict] = []
+    run: list[ToolCallView] = []
+    for item in timeline:
+        if isinstance(item, ToolCallView):
+            run.append(item)
+            continue
+        if run:
+            parts.append({"calls_html": calls_html.html(run)})
+            run = []
+        parts.append({"message": item})
+    if run:
+        parts.append({"calls_html": calls_html.html(run)})
+    return parts
+
+
+class ToolCallsHtml:
+    """Tool calls of one turn as <li> items, built in Python (a turn may make hundreds)."""
+
+    def __init__(self, session: Session, turn_id: str):
+        self.session, self.turn_id = session, turn_id
+        self.call_urls = IdUrls("sessions:call", session.id, turn_id)
+        self.session_urls = IdUrls("sessions:detail")
+        # A turn calls a few tools, with a few statuses, many times over: each pair is written
+        # once. For this panel only (they are ledger values, of any size). typed: the number 5
+        # and the text "5" are different values.
+        self.name_and_status = lru_cache(maxsize=None, typed=True)(_name_and_status)
+
+    def html(self, calls: list[ToolCallView]) -> SafeString:
+        # A call is open when its body came with the panel: every call of a short list, the
+        # first failed calls of a long one (turn_detail.OPEN_FAILED_CALLS). Other bodies load
+        # when opened.
+        parts = []
+        for call in calls:
+            failed = call.status == "failed"
+            opened = call.parameters is not None
+            call_url = self.call_urls.html(call.id)
+            if not opened:
+                body = _lazy_body(call_url)
+            else:
+                body = render_to_string(
+                    "sessions/_call_body.html",
+                    {"c": call, "session": self.session, "turn_id": self.turn_id},
+                )
+            summary = _summary(call, call_url, self.session_urls, self.name_and_status)
+            parts.append(
+                f'<li id="call-{escape(call.id)}" class="tool-call{" failed" if failed else ""}">'
+                f"<details{' open' if opened else ''}>{summary}{body}</details></li>"
             )
-        parts.append(
-            f'<li id="call-{escape(call.id)}" class="tool-call{" failed" if failed else ""}">'
-            f"<details{' open' if opened else ''}>"
-            f"{_summary(call, call_urls.html(call.id), session_urls, name_and_status)}{body}"
-            "</details></li>"
-        )
-    return mark_safe("\n".join(parts))  # every ledger value was escaped
+        return mark_safe("\n".join(parts))  # every ledger value was escaped
 
 
 def _summary(call: ToolCallView, call_url: str, session_urls: IdUrls, name_and_status) -> str:

@@ -7,6 +7,7 @@ from ledgerfacts.timestamps import elapsed_ms
 from ledgerweb import downloads, sqlite
 from ledgerweb.text import PREVIEW_CHARS, JsonText, as_text, render_markdown, show_json
 from sessions.kinds import children_prefix
+from sessions.timeline import in_order
 
 
 @dataclass
@@ -91,6 +92,8 @@ class TurnDetail:
     # Children that belong to another session (a fork's turns below its fork point, the
     # origin's branches below an inherited turn), by id: they open under their own session.
     other_session_children: dict[str, str] = field(default_factory=dict)
+    # The messages and tool calls in one list, as they happened (sessions/timeline.py).
+    timeline: list[MessageView | ToolCallView] = field(default_factory=list)
 
     @property
     def request_ids(self) -> list[str]:
@@ -101,7 +104,9 @@ class TurnDetail:
         return [r for r in self.requests if r.failed]
 
 
-def load_turn_detail(session_id: str, turn_id: str) -> TurnDetail:
+def load_turn_detail(session_id: str, turn_id: str, started_at=None) -> TurnDetail:
+    """The turn's messages, tool calls (payloads of a short list), children and requests;
+    `started_at` (the turn's) places items whose own time is unreadable."""
     messages = [
         MessageView(*row)
         for row in sqlite.rows(
@@ -132,6 +137,7 @@ def load_turn_detail(session_id: str, turn_id: str) -> TurnDetail:
         other_session_children={c: s for c, s in children if s != session_id},
     )
     detail.problems = _sequence_problems(messages, calls)
+    detail.timeline = in_order(messages, calls, started_at)
     return detail
 
 

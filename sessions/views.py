@@ -2,7 +2,7 @@ from dataclasses import asdict
 
 from django.contrib import messages as flash
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
@@ -23,7 +23,7 @@ from sessions.listing import SessionFilters, session_page, status_choices
 from sessions.membership import turn_in_session
 from sessions.models import Session
 from sessions.page import tree_page
-from sessions.rows_html import tool_calls_html, tree_rows_html
+from sessions.rows_html import timeline_parts, tree_rows_html
 from sessions.thread import load_thread
 from sessions.turn_detail import (
     add_payloads,
@@ -228,7 +228,7 @@ def _turn_context(
     session: Session, turn_id: str, info: TurnInfo | None, forks: list[Session] | None = None
 ) -> dict:
     """The panel's data. `forks`: the forks made at this turn, when the tree has them already."""
-    detail = load_turn_detail(session.id, turn_id)
+    detail = load_turn_detail(session.id, turn_id, info.started_at if info else None)
     walk = failed_walk(session.id, turn_id) if info and info.status == FAILED else None
     if forks is None:
         forks = forking.forks_made_at(session, turn_id)
@@ -250,8 +250,10 @@ def _tree_turn_context(session: Session, ctx: dict, turn_id: str) -> dict:
 
 
 def _panel_html(ctx: dict) -> dict:
-    """The turn's tool calls, for the HTML panel (its JSON twin does without)."""
-    return {"calls_html": tool_calls_html(ctx["detail"].tool_calls, ctx["session"], ctx["turn_id"])}
+    """The turn's messages and tool calls as the HTML panel draws them (its JSON twin does
+    without)."""
+    parts = timeline_parts(ctx["detail"].timeline, ctx["session"], ctx["turn_id"])
+    return {"timeline": parts}
 
 
 @require_GET
@@ -408,14 +410,19 @@ def _context_problems(turn_id: str) -> str:
 @answers_bad_parameters
 def export(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     session = _get_session_and_turn(session_id, turn_id)
-    the_thread = load_thread(turn_id, full_text=True)
+    download = strict(request.GET, "download", choice("1", "0")) == "1"
+    # Every step of the thread, with the contents of its last only: the export reads the
+    # others' as it streams them out (sessions/export.py).
+    the_thread = load_thread(turn_id, page_size=1)
     if the_thread is None:
         raise Http404(f"No turn {turn_id!r}")
-    response = JsonResponse(
-        exporting.transcript(session, the_thread), json_dumps_params={"indent": 2}
+    response = StreamingHttpResponse(
+        exporting.transcript(session, the_thread), content_type="application/json"
     )
-    if strict(request.GET, "download", choice("1", "0")) == "1":
-        response["Content-Disposition"] = f'attachment; filename="thread-{turn_id}.json"'
+    if download:
+        response["Content-Disposition"] = downloads.attachment_disposition(
+            f"thread-{turn_id}", "json"
+        )
     return response
 
 

@@ -185,6 +185,13 @@ class LedgerBuilder:
         )
 
 
+def body_of(response) -> bytes:
+    """A response's whole body, streamed (a download, export.json) or not."""
+    if getattr(response, "streaming", False):
+        return b"".join(response.streaming_content)
+    return response.content
+
+
 def parse_html(content: bytes | str):
     """Parse a page strictly: a parse error (unclosed or misnested tags) fails the test."""
     import html5lib

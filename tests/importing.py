@@ -19,6 +19,16 @@ IMPORTED_TABLES = (*schema.AGENTS_TABLES, "compactions")
 LEFT_OUT = r"malformed record\(s\) skipped|session\(s\) left out entirely"
 
 
+def answered_call(alias: str = "") -> str:
+    """SQL true for a Codex tool call that got its output (when is not always known: an output
+    without a time of its own leaves the call's end unknown)."""
+    column = f"{alias}." if alias else ""
+    return (
+        f"{column}status IN ('completed', 'failed')"
+        f" AND coalesce({column}error, '') <> 'no output for this call in the rollout'"
+    )
+
+
 def run_import(fmt: str, *paths, ledger: Path | None = None, left_out: str | None = None) -> str:
     """`ledger_import FMT PATH...` into `ledger` (else the configured ledger); its summary.
 

@@ -16,7 +16,7 @@ import urllib.request
 from urllib.parse import urlsplit
 
 import pytest
-from builders import LEDGER_DB, parse_html, use_ledger
+from builders import LEDGER_DB, body_of, parse_html, use_ledger
 from hostile import (
     BIG,
     BIG_TURN,
@@ -52,13 +52,13 @@ def crawl(client, ledger_name: str, url: str):
     start = time.perf_counter()
     response = client.get(url)
     elapsed = time.perf_counter() - start
-    _timings.append((ledger_name, url, response.status_code, elapsed, len(response.content)))
+    _timings.append((ledger_name, url, response.status_code, elapsed, len(body_of(response))))
     assert elapsed < RESPONSE_BOUND_S, f"{url} took {elapsed:.1f} s"
     return response
 
 
 def assert_inert(response, url: str) -> str:
-    body = response.content.decode()
+    body = body_of(response).decode()
     if response["Content-Type"].startswith("text/html"):
         match = LIVE_PAYLOAD.search(body)
         assert match is None, (url, body[max(0, match.start() - 200) : match.end() + 50])

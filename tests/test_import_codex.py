@@ -14,6 +14,7 @@ from importing import (
     LEFT_OUT,
     GrowingCopy,
     all_rows,
+    answered_call,
     json_objects,
     one,
     query,
@@ -67,11 +68,11 @@ def ledger_counts(dest: Path) -> dict:
         "compactions": one(dest, "SELECT count(*) FROM compactions"),
         "paired": one(
             dest,
-            "SELECT count(*) FROM tool_calls WHERE completed_at IS NOT NULL"
+            f"SELECT count(*) FROM tool_calls WHERE {answered_call()}"
             " AND tool_name NOT IN ('web_search', 'image_generation')",  # those have no output
         ),
         "failed": one(  # calls whose output said so, not calls left without one
-            dest, "SELECT count(*) FROM tool_calls WHERE status = 'failed' AND completed_at > 0"
+            dest, f"SELECT count(*) FROM tool_calls WHERE status = 'failed' AND {answered_call()}"
         ),
     }
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from builders import LEDGER_DB
-from importing import IMPORT_FIXTURES, json_objects, one, query, run_import
+from importing import IMPORT_FIXTURES, answered_call, json_objects, one, query, run_import
 
 CODEX = IMPORT_FIXTURES / "codex"
 DOCUMENT = next((CODEX / "layouts").glob("rollout-*.json"))
@@ -79,7 +79,7 @@ def imported(dest: Path, session_id: str) -> dict:
         "prompts": texts("user"),
         "answers": texts("assistant"),
         "calls": one(dest, calls, session_id),
-        "answered calls": one(dest, calls + " AND c.completed_at IS NOT NULL", session_id),
+        "answered calls": one(dest, f"{calls} AND {answered_call('c')}", session_id),
     }
 
 

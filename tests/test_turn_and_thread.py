@@ -4,7 +4,7 @@ import json
 import re
 
 import pytest
-from builders import LEDGER_DB, T0, parse_fragment, parse_html
+from builders import LEDGER_DB, T0, body_of, parse_fragment, parse_html
 from django.db import connections
 from django.urls import reverse
 from django.utils.html import escape
@@ -43,7 +43,8 @@ def convo(ledger):
         result='{"messages": [{"subject": "847291 is your code"}]}',
     )
     ledger.tool_call(mid, 2, id="C2", status="failed", result=None, error="gmail: 401 expired")
-    ledger.message(mid, 2, role="assistant", content="The code is 847291.")
+    # The answer, written once both calls (from T0 + 1,010) had their results.
+    ledger.message(mid, 2, role="assistant", content="The code is 847291.", created_at=T0 + 4_000)
     alt = ledger.turn(s, root, id="T2b", started_at=T0 + 20, total_tokens=900)
     ledger.message(alt, 1, content="never mind")
     ledger.set_head(s, root, mid)
@@ -410,7 +411,7 @@ def test_a_fork_posted_at_a_turn_whose_context_is_broken_is_refused_with_the_rea
 
 
 def test_the_export_is_a_replayable_transcript(viewer_client, convo):
-    data = viewer_client.get("/sessions/S1/turns/T2/export.json").json()
+    data = json.loads(body_of(viewer_client.get("/sessions/S1/turns/T2/export.json")))
     assert data["turn_ids"] == ["T1", "T2"]
     roles = [m["role"] for m in data["messages"]]
     assert roles == ["user", "assistant", "user", "assistant", "tool", "tool", "assistant"]
@@ -593,3 +594,104 @@ def test_a_result_stored_as_a_blob_downloads_byte_for_byte(viewer_client, ledger
     page = viewer_client.get(url).content.decode()
     assert "données" in page and "Download the whole result" in page
     assert b"".join(viewer_client.get(url + "?download=1").streaming_content) == raw
+
+
+# -- export.json and downloads of rows with hostile ids (issue 25, item 3) ---------------------
+
+ODD_IDS = {
+    "nul": "id\x00with a NUL",
+    "header": "x\"; filename*=UTF-8''evil.html; x=\"",
+    "newline": "two\nlines",
+}
+
+
+@pytest.fixture
+def odd_ids(ledger):
+    """One session whose session, turn, message and call ids hold a NUL, a quote-and-filename
+    header and a line break (turn T-<kind>, message M-<kind>, call C-<kind>)."""
+    s = ledger.session(id=f"S {ODD_IDS['nul']}")
+    parent = None
+    for kind, odd in ODD_IDS.items():
+        parent = ledger.turn(s, parent, id=f"T-{odd}", started_at=T0 + len(kind))
+        ledger.message(parent, 1, id=f"M-{odd}", content=f"said in {kind}")
+        ledger.tool_call(parent, 1, id=f"C-{odd}", result=json.dumps(f"result of {kind}"))
+    ledger.set_head(s, {"id": f"T-{ODD_IDS['nul']}"}, parent)
+    return s
+
+
+def turn_url(session_id: str, turn_id: str, rest: str = "") -> str:
+    return reverse("sessions:turn", args=[session_id, turn_id]) + rest
+
+
+def test_ids_holding_a_nul_a_header_or_a_line_break_answer_the_twin_and_the_export(
+    viewer_client, odd_ids
+):
+    for kind, odd in ODD_IDS.items():
+        url = turn_url(odd_ids["id"], f"T-{odd}")
+        twin = viewer_client.get(url + "?format=json")
+        assert twin.status_code == 200, kind
+        data = twin.json()
+        assert [m["id"] for m in data["messages"]] == [f"M-{odd}"]
+        assert data["tool_calls"][0]["result"]["text"] == f"result of {kind}"
+    head = turn_url(odd_ids["id"], f"T-{ODD_IDS['newline']}", "export.json")
+    export = json.loads(body_of(viewer_client.get(head)))
+    assert [m["ledger"].get("message_id") for m in export["messages"] if m["role"] == "user"] == [
+        f"M-{odd}" for odd in ODD_IDS.values()
+    ]
+    assert [m["content"] for m in export["messages"] if m["role"] == "tool"] == [
+        json.dumps(f"result of {kind}") for kind in ODD_IDS
+    ]
+
+
+def saved_name(response) -> str:
+    """The file name a browser saves a download under: the header must be one plain
+    filename="…" with nothing a parser could read as another parameter."""
+    disposition = response["Content-Disposition"]
+    found = re.fullmatch(r'attachment; filename="([A-Za-z0-9_.-]+)"', disposition)
+    assert found, disposition
+    return found.group(1)
+
+
+def test_a_download_named_after_a_hostile_id_is_saved_under_a_safe_name(viewer_client, odd_ids):
+    header_id = ODD_IDS["header"]
+    turn = f"T-{header_id}"
+    export = viewer_client.get(turn_url(odd_ids["id"], turn, "export.json?download=1"))
+    assert export.status_code == 200
+    assert saved_name(export) == "thread-T-x_filename_UTF-8_evil_html_x.json"
+    for kind, odd in ODD_IDS.items():
+        payload = ["result", f"C-{odd}"]
+        url = reverse("sessions:payload", args=[odd_ids["id"], f"T-{odd}", *payload])
+        download = viewer_client.get(url + "?download=1")
+        assert download.status_code == 200, kind
+        assert saved_name(download).endswith(".json") and "evil.html" not in saved_name(download)
+        assert body_of(download) == json.dumps(f"result of {kind}").encode()
+
+
+def test_the_export_of_a_turn_holding_a_huge_result_is_streamed_in_bounded_memory(
+    viewer_client, ledger
+):
+    import tracemalloc
+
+    s = ledger.session(id="S1")
+    t = ledger.turn(s, id="T1")
+    result = json.dumps({"rows": ["é" * 100] * 120_000}, ensure_ascii=False)  # 12 M characters
+    ledger.message(t, 1, id="M1", content="dump it")
+    ledger.tool_call(t, 1, id="C1", result=result)
+    ledger.message(t, 2, id="M2", role="assistant", content="z" * 3_000_000, created_at=T0 + 9000)
+    ledger.set_head(s, t, t)
+    response = viewer_client.get("/sessions/S1/turns/T1/export.json")
+    assert response.streaming
+    tracemalloc.start()
+    chunks = []
+    for chunk in response.streaming_content:
+        chunks.append(len(chunk))
+        kept = chunk if len(chunks) == 1 else b""  # as a client writing it out keeps nothing
+        del kept
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    # The result alone is 24 MB of UTF-8; a worker holding the answer held it twice and more.
+    assert sum(chunks) > 24_000_000
+    assert peak < 12_000_000, f"streaming held {peak:,} bytes at once"
+    data = json.loads(body_of(viewer_client.get("/sessions/S1/turns/T1/export.json")))
+    assert [m.get("content") for m in data["messages"] if m["role"] == "tool"] == [result]
+    assert data["messages"][-1]["content"] == "z" * 3_000_000

@@ -2,10 +2,11 @@
 tree: the session's own turns and the ones a fork inherits from its origin. Any other turn is a
 404, so nobody exports, reads or forks session B's thread under session A's name."""
 
+import json
 from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
-from builders import LEDGER_DB, T0, parse_fragment, parse_html
+from builders import LEDGER_DB, T0, body_of, parse_fragment, parse_html
 from django.urls import resolve, reverse
 
 from ledgerweb.html_parts import IdUrls, escape
@@ -74,7 +75,7 @@ def test_every_turn_url_answers_only_for_a_turn_in_the_sessions_tree(
     viewer_client, origin_and_fork, kind, path, headers, session_id, turn_id, in_tree
 ):
     response = get(viewer_client, session_id, turn_id, path, headers)
-    body = response.content.decode()
+    body = body_of(response).decode()
     if not in_tree:
         assert response.status_code == 404
         assert f"said in {turn_id}" not in body and f"result of {turn_id}" not in body
@@ -164,7 +165,7 @@ def test_a_session_and_turn_named_with_dots_open_from_their_links(
     links = {a.text: a.get("href") for a in parse_html(full).iter("a")}
     thread = viewer_client.get(follow(links["Thread & fork point"])).content.decode()
     assert "Thread &amp; fork point" in thread and "the dot turn" in thread
-    export = viewer_client.get(follow(links["Export thread"])).json()
+    export = json.loads(body_of(viewer_client.get(follow(links["Export thread"]))))
     assert export["turn_ids"] == ["."]
 
 
