@@ -20,8 +20,12 @@ def overview(summary, staff: bool) -> dict:
             for c in summary.counts
         },
         "last_24h": summary.last_day,
+        # The dashboard's "24h" window the figures above and the 24 h cost count: [since, until).
+        "last_24h_window": dict(zip(("since", "until"), summary.last_day_window, strict=True)),
         "cost": {window: total.as_json() for window, total in summary.costs.items()},
         "cost_not_counted": summary.cost_notes,
         "latest_sessions": summary.latest_sessions,
         "latest_requests": summary.latest_requests,
+        # Rows dated after now, or in text, which the latest lists leave out.
+        "not_listed_as_latest": {table: n.value for table, n in summary.not_latest.items()},
     }

@@ -12,14 +12,15 @@ from ledgerweb.costs import CostSum
 from ledgerweb.db import LEDGER, ledger_path_of, ledger_place
 from ledgerweb.pg_schema import inspect_postgres_ledger
 from pipeline.charts import window_costs
+from pipeline.filters import window_bounds
 
 COUNT_CAP = 10_000
 SHIPMENTS = "ledger_shipments"  # ledgerweb/sql/postgres/ledger_shipments.sql
 SHIP_LEFT_OUT = "ledger_ship_left_out"  # ledgerweb/sql/postgres/ledger_ship_left_out.sql
 MAX_SHIPMENTS = 50
-COST_WINDOWS = ("24h", "30d")
+LAST_DAY = "24h"
+COST_WINDOWS = (LAST_DAY, "30d")
 LATEST = 8
-DAY_MS = 86_400_000
 
 
 @dataclass
@@ -50,8 +51,12 @@ class LedgerOverview:
     missing_tables: list[str]
     mismatches: dict[str, list[str]]
     last_day: dict[str, int] = field(default_factory=dict)
+    # The dashboard's "24h" window [since, until) the last-day figures and the 24 h cost count.
+    last_day_window: tuple[int, int] = (0, 0)
     latest_sessions: list[dict] = field(default_factory=list)
     latest_requests: list[dict] = field(default_factory=list)
+    # Rows dated after now (a clock ahead, junk) or in text, which the latest lists leave out.
+    not_latest: dict[str, sqlite.CappedCount] = field(default_factory=dict)
     # Central ledger (PostgreSQL) only: the agent hosts that shipped into it (ledger_ship).
     shipments: list[dict] = field(default_factory=list)
     # What the agent runs cost over the last 24 h and 30 d (the dashboard's cost chart totals).
@@ -93,36 +98,41 @@ def ledger_overview() -> LedgerOverview:
         missing_tables=sorted(inspection.missing_tables),
         mismatches=inspection.mismatches,
     )
-    # Both ends bound the day: a row dated in the future is not recent activity, and an ISO-text
-    # time (which SQLite sorts after every number) falls outside any range of numbers.
-    until = now_ms()
-    last_day = [until - DAY_MS, until]
+    # The last day is the dashboard's "24h" (whole hours, ending now), as the cost beside it and
+    # the request list it links to. Both ends bound it: a row dated in the future is not recent
+    # activity, and an ISO-text time (which SQLite sorts after every number) falls outside any
+    # range of numbers; the latest rows are likewise the newest up to now.
+    now = now_ms()
+    overview.last_day_window = last_day = window_bounds(LAST_DAY, now)
     if overview.has_sessions:
         overview.latest_sessions = _rows(
             "SELECT id, label, persona, routing_key, status, updated_at FROM sessions"
-            " ORDER BY updated_at DESC LIMIT %s",
-            [LATEST],
+            " WHERE updated_at <= %s ORDER BY updated_at DESC LIMIT %s",
+            [now, LATEST],
         )
-        overview.last_day["sessions active"] = _scalar(
-            "SELECT count(*) FROM sessions WHERE updated_at > %s AND updated_at <= %s", last_day
+        ((active, later),) = sqlite.rows(
+            f"SELECT count(*), ({_dated_after('sessions', 'updated_at')}) FROM sessions"
+            " WHERE updated_at >= %s AND updated_at < %s",
+            [now, COUNT_CAP + 1, *last_day],
         )
+        overview.last_day["sessions active"] = active
+        overview.not_latest["sessions"] = _capped(later)
     if overview.has_requests:
         overview.latest_requests = _rows(
             "SELECT id, event_source, event_type, stage, status, error_stage, started_at"
-            " FROM nexus_requests ORDER BY started_at DESC LIMIT %s",
-            [LATEST],
+            " FROM nexus_requests WHERE started_at <= %s ORDER BY started_at DESC LIMIT %s",
+            [now, LATEST],
         )
         # Bounded by the started_at index: one day of rows, not the whole table.
-        overview.last_day["requests"] = _scalar(
-            "SELECT count(*) FROM nexus_requests WHERE started_at > %s AND started_at <= %s",
-            last_day,
+        ((requests, failed, later),) = sqlite.rows(
+            "SELECT count(*), count(CASE WHEN status = 'failed' THEN 1 END),"
+            f" ({_dated_after('nexus_requests', 'started_at')}) FROM nexus_requests"
+            " WHERE started_at >= %s AND started_at < %s",
+            [now, COUNT_CAP + 1, *last_day],
         )
-        overview.last_day["failed requests"] = _scalar(
-            "SELECT count(*) FROM nexus_requests"
-            " WHERE started_at > %s AND started_at <= %s AND status = 'failed'",
-            last_day,
-        )
-        overview.costs, overview.cost_notes = window_costs(COST_WINDOWS)
+        overview.last_day |= {"requests": requests, "failed requests": failed}
+        overview.not_latest["requests"] = _capped(later)
+        overview.costs, overview.cost_notes = window_costs(COST_WINDOWS, now)
     if SHIPMENTS in present:
         overview.shipments = _rows(
             f"SELECT host, source, shipped_at, rows_added, problems FROM {SHIPMENTS}"
@@ -130,6 +140,16 @@ def ledger_overview() -> LedgerOverview:
             [MAX_SHIPMENTS],
         )
     return overview
+
+
+def _dated_after(table: str, column: str) -> str:
+    """SQL counting the rows dated after now (%s), or in text (SQLite sorts text after every
+    number), through the column's index, up to a cap (%s)."""
+    return f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {column} > %s LIMIT %s) AS later"
+
+
+def _capped(count: int) -> sqlite.CappedCount:
+    return sqlite.CappedCount(min(count, COUNT_CAP), count > COUNT_CAP)
 
 
 def _size(path: Path) -> int:

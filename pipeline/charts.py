@@ -52,7 +52,10 @@ TOP = 10
 # However many distinct values a window holds, a chart draws at most this many categories
 # (stages, sources, hooks, channels, models) and says how many requests the rest hold.
 MAX_CATEGORIES = 20
-MAX_BUCKETS = 60
+# Time buckets a chart draws at most: 60 whole ones and the two the window's ends may cut (a
+# preset window from 12 hours up starts on the hour: "30d" is up to 59 minutes longer than 30
+# days, which takes 61 or 62 buckets of 12 hours, as docs/decisions.md promises).
+MAX_BUCKETS = 62
 # Rows of hours not summarised yet that a chart reads from the ledger (newest first); older ones
 # are left out and said, so that a chart answers within its time limit while a big ledger is
 # being summarised (bench/first_look.py: at 20,000 a chart took 0.4-5 s on a loaded machine,
@@ -192,17 +195,21 @@ class DashboardFilters:
 
     @property
     def bucket_ms(self) -> int:
-        """At most MAX_BUCKETS buckets on round sizes, whole hours from a 12-hour window up (so
-        stored hourly rollups fill them: 24 h → hours, 7 d → 3 h, 30 d → 12 h), and years,
-        decades… for a window of any length: the work of a chart never grows with the window."""
+        """The smallest round size drawing at most MAX_BUCKETS buckets (aligned on multiples of
+        it, see _buckets), whole hours from a 12-hour window up (so stored hourly rollups fill
+        them: 1 h → minutes, 24 h → hours, 7 d → 3 h, 30 d → 12 h), and years, decades… for a
+        window of any length: the work of a chart never grows with the window."""
         since, until = self.drawn
-        span = until - since
+
+        def buckets(size: int) -> int:
+            return -(-(until - since // size * size) // size)  # ceil: the first one aligned
+
         for size in (60_000, 120_000, 300_000, 900_000, 1_800_000, HOUR, 3 * HOUR, 6 * HOUR,
                      12 * HOUR, DAY, 7 * DAY, 30 * DAY, 90 * DAY):  # fmt: skip
-            if span / size <= MAX_BUCKETS and (size >= HOUR or span < 12 * HOUR):
+            if buckets(size) <= MAX_BUCKETS and (size >= HOUR or until - since < 12 * HOUR):
                 return size
         size = YEAR
-        while span / size > MAX_BUCKETS:
+        while buckets(size) > MAX_BUCKETS:
             size *= 10
         return size
 
@@ -431,7 +438,9 @@ def _buckets(f: DashboardFilters) -> list[int]:
 
 
 def _bucket_range(f: DashboardFilters, start: int) -> tuple[int, int]:
-    return max(start, f.drawn[0]), min(start + f.bucket_ms, f.drawn[1])
+    """The instants a bucket counts: the bucket cut by the window, not by the axis (the last
+    bucket drawn may reach past 9999-01-01, and counts the requests there)."""
+    return max(start, f.since_ms), min(start + f.bucket_ms, f.until_ms)
 
 
 def _axis_times(starts: list[int]) -> list[str]:
@@ -463,8 +472,10 @@ def _series(f: DashboardFilters, kind: str, pick: Callable) -> tuple[list[int], 
 def _off_axis_note(off_axis: int) -> list[str]:
     if not off_axis:
         return []
-    return [f"{off_axis:,} requests of the window are dated before the year 1000 or after 9999:"
-            " counted, not drawn."]  # fmt: skip
+    return [
+        f"{off_axis:,} requests of the window are dated where the time axis cannot reach (before"
+        " the year 1000, or in buckets from 9999-01-01 on): counted, not drawn."
+    ]
 
 
 def _bounded_series(series: dict, order: list, buckets: int) -> tuple[list, list[int] | None]:
@@ -841,15 +852,15 @@ def _model_costs(f: DashboardFilters) -> ModelCosts:
     return costs
 
 
-def window_costs(windows: tuple[str, ...]) -> tuple[dict[str, CostSum], list[str]]:
-    """What the agent runs of preset windows ("24h", "30d") cost, as the cost chart sums them:
-    the longest window's hours are read once, and each window adds those from its start (a
-    preset window starts on the hour). With what was left out, as a chart says it."""
-    longest = DashboardFilters.from_query({"window": max(windows, key=lambda w: WINDOWS[w])})
+def window_costs(windows: tuple[str, ...], now: int) -> tuple[dict[str, CostSum], list[str]]:
+    """What the agent runs of preset windows ("24h", "30d") ending `now` cost, as the cost chart
+    sums them: the longest window's hours are read once, and each window adds those from its
+    start (a preset window starts on the hour). With what was left out, as a chart says it."""
+    starts = {window: window_bounds(window, now)[0] for window in windows}
+    longest = DashboardFilters.from_query({"since": str(min(starts.values())), "until": str(now)})
     hours = _priced_hours(longest)
     totals = {}
-    for window in windows:
-        since = DashboardFilters.from_query({"window": window}).since_ms
+    for window, since in starts.items():
         totals[window] = total = CostSum("request")
         for hour, _, n, cost in hours:
             if hour >= since:

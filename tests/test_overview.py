@@ -69,6 +69,27 @@ def test_latest_sessions_and_requests_come_newest_first(viewer_client, ledger):
     assert "failed at runAgent" in page
 
 
+def test_the_latest_rows_are_the_newest_up_to_now_and_the_others_are_said(viewer_client, ledger):
+    """SQLite sorts a text time after every number: text-dated and far-future rows came before
+    the real newest ones."""
+    now = now_ms()
+    rows = {"new": now - 60_000, "old": now - 120_000, "ahead": now + 3_600_000,
+            "far": 253_400_000_000_000}  # fmt: skip
+    if not is_postgres_url(ledger.path):  # a PostgreSQL ledger holds no text time
+        rows["text"] = "2025-11-24T10:00:00Z"
+    for row_id, at in rows.items():
+        ledger.request(id=f"R-{row_id}", started_at=at)
+        ledger.session(id=f"S-{row_id}", updated_at=at)
+    data = viewer_client.get("/?format=json").json()
+    assert [r["id"] for r in data["latest_requests"]] == ["R-new", "R-old"]
+    assert [s["id"] for s in data["latest_sessions"]] == ["S-new", "S-old"]
+    later = len(rows) - 2
+    assert data["not_listed_as_latest"] == {"requests": later, "sessions": later}
+    page = viewer_client.get("/").content.decode()
+    assert f"{later} requests dated after now, or not as a number, are not listed" in page
+    assert f"{later} sessions dated after now, or not as a number, are not listed" in page
+
+
 def test_the_last_day_counts_only_recent_activity(viewer_client, ledger):
     now = now_ms()
     ledger.request(started_at=now - 60_000)
@@ -91,7 +112,7 @@ def test_the_last_day_leaves_out_rows_dated_in_the_future_or_in_iso_text(viewer_
     last_day = viewer_client.get("/?format=json").json()["last_24h"]
     assert last_day == {"sessions active": 1, "requests": 1, "failed requests": 1}
     page = viewer_client.get("/").content.decode()
-    assert "<dt>requests</dt><dd>1</dd>" in page
+    assert '<dt>requests</dt><dd><a href="/pipeline/requests/?window=24h">1</a></dd>' in page
 
 
 def test_html_in_ledger_text_is_shown_not_run(viewer_client, ledger):

@@ -4,6 +4,7 @@ the requests it counts, and no window, however absurd, makes a chart's work unbo
 
 import html
 import json
+from datetime import UTC, datetime
 from decimal import Decimal
 from urllib.parse import urlencode, urljoin
 
@@ -455,3 +456,36 @@ def test_an_error_whose_first_line_is_empty_is_known_by_its_first_line_of_text(
     }
     for row in signatures:
         assert listed(viewer_client, chart_url("failures"), row["url"])["count"] == row["count"]
+
+
+def test_a_request_dated_at_the_end_of_time_is_listed_by_the_bucket_that_counts_it(
+    viewer_client, ledger
+):
+    """The axis stops at 9999-01-01, but the last bucket it draws reaches past it: a request of
+    9999-12-28 was counted there while the bucket's link stopped at the axis (listing 0) and
+    `off_axis` said 0. A bucket's link covers what the bucket counts, wherever the axis ends."""
+    end_of_time = int(datetime(9999, 12, 28, tzinfo=UTC).timestamp() * 1000)
+    ledger.request(id="far", started_at=end_of_time)
+    ledger.request(id="now", started_at=T0 + 10)
+    window = {"since": T0, "until": "9999-12-31"}
+    query = urlencode(window)
+    for slug in ("throughput", "tokens"):
+        checked = bars_list_what_they_count(
+            viewer_client, ledger, f"/pipeline/charts/{slug}/?{query}"
+        )
+        assert checked or slug == "tokens"
+    data = viewer_client.get(f"/pipeline/charts/throughput/?{query}&format=json").json()
+    counted = {(b["start"], b["end"]): b["total"] for b in data["buckets"] if b["total"]}
+    assert sum(counted.values()) + data["off_axis"] == 2
+    for (start, end), total in counted.items():
+        answer = listed(viewer_client, "/pipeline/", "/pipeline/requests/?" + urlencode(
+            {"since": start, "until": end}))  # fmt: skip
+        assert answer["count"] == total
+    # A window of days around the axis's end: the request's bucket starts past it, not drawn.
+    days = "/pipeline/charts/throughput/?" + urlencode(
+        {"since": "9998-12-01", "until": "9999-12-31"}
+    )
+    data = viewer_client.get(days + "&format=json").json()
+    assert (sum(b["total"] for b in data["buckets"]), data["off_axis"]) == (0, 1)
+    note = viewer_client.get(days).content.decode()
+    assert "1 requests of the window are dated where the time axis cannot reach" in note

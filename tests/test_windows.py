@@ -4,6 +4,8 @@ both pages say which: a chart's count is the length of the list it leads to."""
 import pytest
 from builders import LEDGER_DB, T0, parse_html
 
+from pipeline.charts import MAX_BUCKETS
+
 pytestmark = LEDGER_DB
 H = 3_600_000
 NOW = T0 + 14 * H + 37 * 60_000 + 12_345  # 14:37:12 and a bit, so the hour's floor matters
@@ -72,3 +74,36 @@ def test_the_list_window_leaves_out_times_in_the_future_and_text_times(
     ledger.request(id="R-future", started_at=NOW + 60_000)
     ledger.request(id="R-text", started_at="2025-11-25T10:00:00")  # ISO text: not a Unix time
     assert _listed(viewer_client, "window=24h") == ["R-now"]
+
+
+def test_the_overview_counts_the_dashboards_last_24_hours_and_says_which(
+    viewer_client, edges, monkeypatch
+):
+    """The overview's "last 24 hours" was now − 24 h, while the cost beside it summed the
+    dashboard's whole hours: two windows on one card. One window now, shown as on the dashboard."""
+    monkeypatch.setattr("overview.summary.now_ms", lambda: NOW)
+    data = viewer_client.get("/?format=json").json()
+    assert data["last_24h"]["requests"] == len(_listed(viewer_client, "window=24h")) == 2
+    assert (data["last_24h_window"]["since"], data["last_24h_window"]["until"]) == (edges, NOW)
+    overview = viewer_client.get("/").content
+    dashboard = viewer_client.get("/pipeline/?window=24h").content
+    shown = _window_shown(overview, ".//section[@class='grid']/div[@id='last-day']/p")
+    assert shown == _window_shown(dashboard, ".//div[@class='page-head']/p")
+    # Both of its figures follow to that window's pages: the requests, and the cost chart.
+    links = [a.get("href") for a in parse_html(overview).iterfind(".//div[@id='last-day']//a")]
+    assert "/pipeline/requests/?window=24h" in links
+
+
+@pytest.mark.parametrize(
+    ("window", "bucket"), [("1h", 60_000), ("24h", H), ("7d", 3 * H), ("30d", 12 * H)]
+)
+def test_each_preset_window_draws_the_buckets_docs_decisions_promises(
+    viewer_client, frozen_now, window, bucket
+):
+    """A whole-hour start makes "30d" up to 59 minutes longer than 30 days: it drew 1-day
+    buckets (61 of 12 hours were one too many)."""
+    for slug in ("throughput", "tokens", "cost"):
+        data = viewer_client.get(f"/pipeline/charts/{slug}/?window={window}&format=json").json()
+        assert data["bucket_ms"] == bucket, slug
+        starts = data.get("bucket_starts") or [b["start"] for b in data["buckets"]]
+        assert len(starts) <= MAX_BUCKETS
