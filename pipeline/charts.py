@@ -541,7 +541,7 @@ def throughput(f: DashboardFilters) -> ChartResult:
                 "total": totals[i],
                 "failure_rate": rates[i],
             }
-            | {name: counts[s][i] for s, name in zip(statuses, names, strict=True)}
+            | {value_label(s): counts[s][i] for s in statuses}  # keys: whole values
             | ({"other statuses": others[i]} if others else {})
             for i, start in enumerate(starts)
         ],  # fmt: skip
@@ -793,7 +793,7 @@ def tokens(f: DashboardFilters) -> ChartResult:
         "data": traces,
         "layout": _layout(xaxis=TIME_AXIS, yaxis=_count_axis("tokens", peak)),
     }
-    by_name = {name: by_model[model] for model, name in zip(models, names, strict=True)}
+    by_name = {value_label(model): by_model[model] for model in models}  # keys: whole values
     if others:
         by_name["other models"] = others
     data = {"bucket_ms": size, "models": by_name, "bucket_starts": starts, "off_axis": off_axis}
@@ -890,7 +890,7 @@ def cost(f: DashboardFilters) -> ChartResult:
                    "automargin": True},
         ),
     }  # fmt: skip
-    by_name = {name: [usd(a) for a in c.by_model[m]] for m, name in zip(models, names, strict=True)}
+    by_name = {value_label(m): [usd(a) for a in c.by_model[m]] for m in models}  # whole values
     if others:
         by_name["other models"] = [usd(a) for a in others]
     unpriced = sorted(c.unpriced, key=lambda m: (-c.unpriced[m], key_order(m)))

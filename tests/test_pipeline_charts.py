@@ -489,3 +489,24 @@ def test_a_request_dated_at_the_end_of_time_is_listed_by_the_bucket_that_counts_
     assert (sum(b["total"] for b in data["buckets"]), data["off_axis"]) == (0, 1)
     note = viewer_client.get(days).content.decode()
     assert "1 requests of the window are dated where the time axis cannot reach" in note
+
+
+def test_json_twin_keys_are_whole_values_not_the_labels_drawn(viewer_client, ledger, settings):
+    """A chart cuts a long name to 32 characters for its axis; its JSON twin used the cut
+    label as a key (`<img src=x onerror=alert("lw-xs…`): a script could not find the value."""
+    model = '<img src=x onerror=alert("lw-xss-a-model-name-well-past-32-characters")>'
+    status = "a status written by a runtime that is longer than a label"
+    settings.MODEL_PRICES = parse_price_overrides({model: "claude-sonnet-4-5"}, "test")
+    for n, (who, what) in enumerate(((model, status), (model + " ", "completed"))):
+        ledger.request(started_at=T0 + n, agent_model=who, status=what, agent_tokens_total=10,
+                       agent_tokens_prompt=1_000, agent_tokens_completion=100)  # fmt: skip
+    tokens = viewer_client.get(chart_url("tokens", format="json")).json()["models"]
+    assert set(tokens) == {model, json.dumps(model + " ")}  # spaces at its end: quoted
+    cost = viewer_client.get(chart_url("cost", format="json")).json()["models"]
+    assert set(cost) == set(tokens)
+    buckets = viewer_client.get(chart_url("throughput", format="json")).json()["buckets"]
+    assert {status, "completed"} <= set().union(*buckets)
+    # The figures still draw short, distinct names.
+    (figure,) = figures(viewer_client.get(chart_url("tokens")).content.decode())
+    names = [trace["name"] for trace in figure["data"]]
+    assert len(set(names)) == 2 and all(len(name) <= 36 for name in names)
