@@ -30,21 +30,37 @@ UNPRICED_NOTE = (
 
 # Token counts at or above this are junk, not usage (and would overflow SQLite when summed).
 MAX_TOKENS = 10**12
+# The one rule for a token count, on every page, chart and sum (issue 26): said where a page sums.
+UNREADABLE_COUNT = "not a whole number from 0 below 10¹² (a fraction, text, negative or huge)"
 
 
 def token_count(value) -> int:
-    """A turn's token count as the ledger may hold it: a whole or REAL number (truncated) in
-    [1, MAX_TOKENS); anything else (NULL, text, negative, huge, NaN) 0. token_count_sql() is
-    its SQL twin: sums over many turns must equal the sum of the turns."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """A token count as the ledger may hold it: a whole number in [1, MAX_TOKENS); anything
+    else (NULL, 0, a fraction, text, negative, huge, NaN) adds 0. token_count_sql() is its SQL
+    twin: sums over many rows must equal the sum of the rows."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # a whole REAL (SQLite stores those in INTEGER columns as integers)
+    if isinstance(value, bool) or not isinstance(value, int):
         return 0
-    return int(value) if 0 < value < MAX_TOKENS else 0
+    return value if 0 < value < MAX_TOKENS else 0
+
+
+def unreadable_count(value) -> bool:
+    """A count the ledger holds but that is no token count (UNREADABLE_COUNT): left out of
+    every sum, and counted so that the page can say so. NULL is no count at all."""
+    return value is not None and token_count(value) == 0 and value != 0
+
+
+def readable_count(value) -> bool:
+    """A token count that is there and readable (0 included)."""
+    return value is not None and not unreadable_count(value)
 
 
 def token_count_sql(column: str) -> str:
+    """SQL for token_count(): a REAL in an INTEGER column is a fraction or beyond 64 bits."""
     return (
-        f"(CASE WHEN typeof({column}) IN ('integer', 'real') AND {column} > 0"
-        f" AND {column} < {MAX_TOKENS} THEN CAST({column} AS BIGINT) ELSE 0 END)"
+        f"(CASE WHEN typeof({column}) = 'integer' AND {column} > 0"
+        f" AND {column} < {MAX_TOKENS} THEN {column} ELSE 0 END)"
     )
 
 

@@ -11,6 +11,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
 from ledgerfacts.timestamps import looks_like_seconds, ms_to_datetime
+from ledgerweb.costs import readable_count
 
 
 def timestamp(value) -> SafeString:
@@ -74,8 +75,8 @@ def filesize(num_bytes) -> str:
 
 
 def tokens(value) -> str:
-    """1,250 → 1.3k; 31,000 → 31k; junk → ?"""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """1,250 → 1.3k; 31,000 → 31k; junk (ledgerweb.costs.UNREADABLE_COUNT) → ?"""
+    if not readable_count(value):
         return "?"
     if abs(value) < 1000:
         return f"{value:.0f}"

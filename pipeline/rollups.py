@@ -34,9 +34,8 @@ from django.db import connections, models, transaction
 
 from ledgerfacts.timestamps import now_ms
 from ledgerweb import dialect, sqlite, state_db
-from ledgerweb.costs import tier_band_sql
+from ledgerweb.costs import tier_band_sql, token_count_sql
 from ledgerweb.db import LEDGER, ledger_identity
-from pipeline.costs import usable_tokens_sql
 from pipeline.flags import HANDLED_BY, flag_state
 from pipeline.models import (
     FailureSignature,
@@ -76,9 +75,9 @@ FORGET_ROWS = 50_000
 # Every query returns (bucket, source, persona, key, sub, n, total, last), grouped. {bucket} is
 # the start of the row's time bucket, {where} selects the rows (time ranges and filters).
 _COLUMNS = "{bucket}, event_source, session_persona"
-_PROMPT = usable_tokens_sql("agent_tokens_prompt")
-_COMPLETION = usable_tokens_sql("agent_tokens_completion")
-_TOTAL = usable_tokens_sql("agent_tokens_total")
+_PROMPT = token_count_sql("agent_tokens_prompt")
+_COMPLETION = token_count_sql("agent_tokens_completion")
+_TOTAL = token_count_sql("agent_tokens_total")
 FACTS = {
     # Requests by status; the source is also the key, so combined rows keep it (by source).
     "source": f"""SELECT {_COLUMNS}, event_source, status, count(*), NULL, NULL

@@ -14,7 +14,7 @@ from difflib import SequenceMatcher
 from ledgerweb import sqlite
 from ledgerweb.costs import CostSum
 from sessions.alternatives import add_answers
-from sessions.detail import FAILED, TurnInfo, add_aggregates, add_costs, sum_costs
+from sessions.detail import FAILED, TurnInfo, add_aggregates, add_costs, sum_costs, token_totals
 from sessions.membership import turn_in_session
 from sessions.models import Session
 from sessions.thread import ancestor_path
@@ -113,7 +113,7 @@ def _fill(side: Side, after: list[TurnInfo]) -> None:
     durations = [t.duration_ms for t in after if t.duration_ms is not None]
     side.totals = {
         "turns": len(after),
-        "tokens": sum(t.total_tokens for t in after if isinstance(t.total_tokens, int)),
+        **token_totals(after),
         "failed_turns": sum(1 for t in after if t.status == FAILED),
         "duration_ms": sum(durations) if durations else None,
     }

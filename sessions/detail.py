@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 from ledgerfacts.timestamps import elapsed_ms
 from ledgerweb import sqlite
-from ledgerweb.costs import CostSum, TurnCost
+from ledgerweb.costs import CostSum, TurnCost, token_count, unreadable_count
 from ledgerweb.db import ledger_identity
 from ledgerweb.prices import TokenUsage
 from ledgerweb.text import plain_words
@@ -115,7 +115,7 @@ class SessionTree:
             # A fork's tree also shows the origin's turns it continues: own + inherited = rows.
             "inherited": len(self.turns) - len(own),
             "branches": sum(1 for r in self.layout.rows if r.is_leaf and r.node.id in own_ids),
-            "tokens": sum(t.total_tokens for t in own if isinstance(t.total_tokens, int)),
+            **token_totals(own),
             "tool_calls": sum(t.tool_calls for t in own),
             "failed_turns": sum(1 for t in own if t.status == FAILED),
             "compactions": sum(1 for t in own if t.is_compaction),
@@ -125,6 +125,15 @@ class SessionTree:
     def cost(self) -> CostSum:
         """What the session's own turns cost (inherited ones are the origin's)."""
         return sum_costs(self.own_turns)
+
+
+def token_totals(turns) -> dict[str, int]:
+    """The turns' tokens, and how many of their counts could not be read (ledgerweb.costs'
+    one rule: such a count adds nothing, and the page says how many)."""
+    return {
+        "tokens": sum(token_count(t.total_tokens) for t in turns),
+        "unreadable_token_counts": sum(unreadable_count(t.total_tokens) for t in turns),
+    }
 
 
 def sum_costs(turns) -> CostSum:

@@ -5,7 +5,14 @@ from dataclasses import dataclass, field
 
 from ledgerfacts.timestamps import now_ms
 from ledgerweb import prices, sqlite
-from ledgerweb.costs import CostSum, TurnCost, turn_cost
+from ledgerweb.costs import (
+    CostSum,
+    TurnCost,
+    readable_count,
+    token_count,
+    turn_cost,
+    unreadable_count,
+)
 from ledgerweb.prices import TokenUsage
 from ledgerweb.text import parse_json, plain_preview
 from sessions.detail import TURN_COLUMNS, TurnInfo, add_aggregates, add_costs, sum_costs
@@ -87,23 +94,28 @@ class Thread:
         return self.steps[-1].cumulative_tokens if self.steps else 0
 
     @property
+    def unreadable_token_counts(self) -> int:
+        """Turns of the whole thread whose token count is junk: their tokens are not summed."""
+        return sum(unreadable_count(step.turn.total_tokens) for step in self.steps)
+
+    @property
     def measured_turn(self) -> TurnInfo | None:
-        """The latest turn of the thread with token counts (a pending head has none yet)."""
+        """The latest turn of the thread with a token count (a pending head has none yet)."""
         for step in reversed(self.steps):
-            if isinstance(step.turn.prompt_tokens, int) or isinstance(step.turn.total_tokens, int):
+            if readable_count(step.turn.prompt_tokens) or readable_count(step.turn.total_tokens):
                 return step.turn
         return None
 
     @property
     def context_tokens(self) -> int | None:
-        """What the agent holds after the measured turn: its prompt plus its answer."""
+        """What the agent holds after the measured turn: its prompt plus its answer (its total
+        when its prompt count is missing or junk)."""
         t = self.measured_turn
         if t is None:
             return None
-        if isinstance(t.prompt_tokens, int):
-            completion = t.completion_tokens if isinstance(t.completion_tokens, int) else 0
-            return t.prompt_tokens + completion
-        return t.total_tokens
+        if readable_count(t.prompt_tokens):
+            return token_count(t.prompt_tokens) + token_count(t.completion_tokens)
+        return token_count(t.total_tokens)
 
     @property
     def spent(self) -> CostSum:
@@ -201,7 +213,7 @@ def load_thread(
     ids_sql, ids = sqlite.in_list(t.id for t in path)
     steps, running = [], 0
     for turn in path:
-        running += turn.total_tokens if isinstance(turn.total_tokens, int) else 0
+        running += token_count(turn.total_tokens)
         steps.append(ThreadStep(turn, running))
     compaction = _latest_compaction(steps, ids_sql, ids, problems)
 

@@ -56,6 +56,7 @@ def test_each_side_has_its_totals(viewer_client, regenerated):
     assert data["b"]["totals"] == {
         "turns": 1,
         "tokens": 500,
+        "unreadable_token_counts": 0,
         "failed_turns": 0,
         "duration_ms": 333_000,
         "tool_calls": 1,

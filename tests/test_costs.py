@@ -203,11 +203,12 @@ def test_the_session_list_sorts_by_cost_through_its_pages(viewer_client, ledger)
 def test_junk_in_turn_usage_counts_as_no_tokens_and_breaks_nothing(viewer_client, ledger):
     s = ledger.session(id="S1")
     turn = ledger.turn(s, id="T1", model=SONNET)
-    ledger.usage(turn, calls="two", input="lots", cache_read=-5, cache_write=1e20, output=2_000.9)
+    ledger.usage(turn, calls="two", input=2_000.9, cache_read=-5, cache_write=1e20, output=2_000)
     ledger.set_head(s, turn, turn)
     panel = viewer_client.get("/sessions/S1/turns/T1/", HTTP_HX_REQUEST="true")
     assert panel.status_code == 200
-    # Only the output is a usable count: 2,000 × $15 = $0.03, exact (the row is there).
+    # Only the output is a usable count (a fraction is junk, as on the charts): 2,000 × $15 =
+    # $0.03, exact (the row is there).
     assert ">$0.03</span>" in panel.content.decode()
     listed = viewer_client.get("/sessions/?format=json").json()["sessions"][0]["cost"]
     assert listed == viewer_client.get("/sessions/S1/?format=json").json()["cost"]

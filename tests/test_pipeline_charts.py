@@ -11,9 +11,9 @@ from urllib.parse import urlencode, urljoin
 import pytest
 from builders import LEDGER_DB, T0, parse_fragment, parse_html
 
+from ledgerweb.costs import token_count
 from ledgerweb.prices import parse_price_overrides
 from pipeline.charts import CHARTS, MAX_BUCKETS, MAX_CATEGORIES, value_label
-from pipeline.costs import usable_tokens
 
 pytestmark = LEDGER_DB
 H = 3_600_000
@@ -120,7 +120,7 @@ def tokens_of(ledger, ids) -> int:
     rows = ledger.conn.execute(
         f"SELECT agent_tokens_total FROM nexus_requests WHERE id IN ({marks})", list(ids)
     ).fetchall()
-    return sum(usable_tokens(t) for (t,) in rows)
+    return sum(token_count(t) for (t,) in rows)
 
 
 def test_a_fractional_started_at_is_counted_by_every_chart(viewer_client, odd):

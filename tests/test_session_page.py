@@ -50,6 +50,7 @@ def test_the_header_totals_count_the_whole_tree(viewer_client, forked):
         "tool_calls": 2,
         "failed_turns": 1,
         "compactions": 1,
+        "unreadable_token_counts": 0,
     }
 
 
@@ -419,3 +420,38 @@ def test_a_subagent_says_whose_it_is_and_which_call_spawned_it_in_one_sentence(
     (line,) = [li for li in tree.iter("li") if "Subagent of" in "".join(li.itertext())]
     text = " ".join("".join(line.itertext()).split())
     assert text == "Subagent of Refactor, spawned by tool call Task toolu_9"
+
+
+def test_an_unreadable_token_count_adds_nothing_anywhere_and_is_said(viewer_client, ledger):
+    """The header added 2^62 and -5 (4,611,686,018,442,929,874 tokens) that the charts leave
+    out: one rule for a token count, a whole number from 0 up to 10^12, on every page, and each
+    page that sums counts says how many it could not read."""
+    s = ledger.session(id="S1")
+    root = ledger.turn(s, id="T1", total_tokens=1_000)
+    parent, junk = root, (2**62, -5, 12.5, "lots")
+    for n, tokens in enumerate(junk):
+        parent = ledger.turn(s, parent, id=f"J{n}", total_tokens=tokens, started_at=T0 + n + 1)
+    head = ledger.turn(s, parent, id="T-head", total_tokens=300, prompt_tokens=-5,
+                       completion_tokens=87, started_at=T0 + 10)  # fmt: skip
+    other = ledger.turn(s, root, id="T-other", total_tokens=200, started_at=T0 + 11)
+    ledger.set_head(s, root, head)
+    totals = detail(viewer_client)["totals"]
+    assert (totals["tokens"], totals["unreadable_token_counts"]) == (1_500, 4)
+    page = text_of(viewer_client.get("/sessions/S1/"))
+    assert "1,500 tokens (4 unreadable token counts not added)" in page
+    thread = viewer_client.get("/sessions/S1/turns/T-head/thread/?format=json").json()
+    assert thread["cumulative_tokens"] == 1_300
+    assert thread["unreadable_token_counts"] == 4
+    assert thread["context_tokens"] == 300  # its prompt count is junk: its total is the context
+    thread_page = text_of(viewer_client.get("/sessions/S1/turns/T-head/thread/"))
+    assert "1,300 tokens spent along the whole thread (4 unreadable token counts" in thread_page
+    sides = text_of(viewer_client.get(f"/sessions/S1/compare/?a={head['id']}&b={other['id']}"))
+    assert "300 tokens (4 unreadable token counts not added)" in sides and "200 tokens" in sides
+    data = viewer_client.get("/sessions/S1/compare/?a=T-head&b=T-other&format=json").json()
+    assert data["a"]["totals"]["tokens"] == 300
+    assert data["a"]["totals"]["unreadable_token_counts"] == 4
+
+
+def text_of(response) -> str:
+    """A page's text as a person reads it: tags dropped, spaces collapsed."""
+    return " ".join(re.sub(r"<[^>]+>", " ", response.content.decode()).split())

@@ -6,6 +6,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from ledgerfacts.timestamps import ms_to_datetime
 from ledgerweb import formatting, long_values
+from ledgerweb.costs import UNREADABLE_COUNT
 from ledgerweb.text import as_text, render_markdown
 
 register = template.Library()
@@ -25,7 +26,16 @@ for _format in (
     register.filter(_format.__name__, _format)
 
 
-register.filter("as_text", as_text)  # before |truncatechars, which would show b'…' for a BLOB
+register.filter("as_text", as_text)
+
+
+@register.simple_tag
+def unreadable_rule() -> str:
+    """What makes a token count unreadable, in the words every page uses."""
+    return UNREADABLE_COUNT
+
+
+# before |truncatechars, which would show b'…' for a BLOB
 
 
 @register.filter
