@@ -104,7 +104,7 @@ DJANGO_STATE_TESTS := tests/test_state_db.py tests/test_rollups.py tests/test_su
 	tests/test_pipeline_charts.py tests/test_overview.py tests/test_search.py \
 	tests/test_search_index.py tests/test_search_truth.py tests/test_admin.py \
 	tests/test_login_required.py \
-	tests/test_security.py tests/test_health.py tests/test_long_values.py \
+	tests/test_security.py tests/test_health.py tests/test_long_value_links.py \
 	tests/test_two_hosts.py::test_two_hosts_meeting_a_new_ledger_at_once_name_it_once \
 	tests/test_two_hosts.py::test_two_hosts_charting_the_same_hours_at_once_build_each_hour_once
 
