@@ -97,6 +97,11 @@ class SessionTree:
     forks_at: dict[str, list[Session]] = field(default_factory=dict)
     # A fork's own fork point: the origin's turn it left from (drawn "fork point").
     fork_point: str | None = None
+    # For the map (sessions/tree_map.py), found once per tree: the turns worth a mark and their
+    # kinds, what "costliest" went by, and the views asked for so far (page.shown_lines).
+    marked: dict[str, tuple[str, ...]] | None = None
+    costly_by: str = "cost"
+    views: dict = field(default_factory=dict)
 
     @property
     def routing(self) -> RoutingKey:

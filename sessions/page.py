@@ -7,6 +7,7 @@ from sessions.alternatives import Alternative, add_answers
 from sessions.detail import SessionTree, TurnInfo
 from sessions.gutter import Gutter, Gutters
 from sessions.tree import Fold, Layout, Row, fold_straight_runs
+from sessions.tree_map import MapShape, costliest, shape
 
 MIN_FOLD = 8
 # A page shows a window of at most PAGE_ROWS lines of the tree (a folded stretch is one line),
@@ -67,6 +68,7 @@ class TreePage:
     first_line: int  # 1-based
     total: int  # lines shown over the whole tree
     per_page: int
+    map_shape: MapShape | None = None  # the whole tree's map (sessions/tree_map.py)
 
     @property
     def last_line(self) -> int:
@@ -116,19 +118,17 @@ def tree_page(
     for problem in session_tree.problems:
         problems_by_turn.setdefault(problem.turn_id, []).append(problem.message)
 
-    keep = {head_id, selected_id, *problems_by_turn}
-    keep |= {
-        t.id for t in session_tree.turns.values() if t.status != "completed" or t.is_compaction
-    }
-    if unfold:
-        shown = list(layout.rows)
-    else:
-        shown = fold_straight_runs(layout, keep={k for k in keep if k}, min_run=MIN_FOLD)
+    shown, map_shape = shown_lines(session_tree, selected_id, unfold, problems_by_turn)
 
     per_page = rows_per_page(layout.lane_count)
     if first_line is None:
         # The turn in the middle of its window, with what leads to it and what follows.
-        position = _position_of(shown, at_id or selected_id)
+        found = map_shape.line_of(
+            layout.by_id[at_id or selected_id].index
+            if (at_id or selected_id) in layout.by_id
+            else None
+        )
+        position = (found or 1) - 1  # not shown (or no such turn): the first line
         start = min(max(0, position - per_page // 2), max(0, len(shown) - per_page))
     else:
         start = min(first_line - 1, max(0, len(shown) - 1))  # past the end: the last line
@@ -163,7 +163,92 @@ def tree_page(
     # Each row's hover holds its answer: read for the rows of this window only (turns with
     # siblings have theirs already), one query, kept with the tree.
     add_answers({item.turn.id: item.turn for item in items if item.turn is not None})
-    return TreePage(items, start + 1, len(shown), per_page)
+    return TreePage(items, start + 1, len(shown), per_page, map_shape)
+
+
+# Views of a tree kept with it (its lines and their map), per fold state and selected turn: the
+# same page asked again (paging, back from a thread) costs no fold and no map.
+KEPT_VIEWS = 8
+
+
+def shown_lines(
+    session_tree: SessionTree,
+    selected_id: str | None,
+    unfold: bool,
+    problems_by_turn: dict[str, list[str]] | None = None,
+) -> tuple[list[Row | Fold], MapShape]:
+    """The tree's lines as shown (straight stretches folded unless `unfold`; the selected turn
+    always a row of its own) and their map, kept with the tree."""
+    key = ("unfolded",) if unfold else ("folded", selected_id)
+    kept = session_tree.views.get(key)
+    if kept is not None:
+        return kept
+    layout = session_tree.layout
+    if unfold:
+        shown = list(layout.rows)
+    else:
+        if problems_by_turn is None:
+            problems_by_turn = {p.turn_id: [] for p in session_tree.problems}
+        keep = {session_tree.session.current_turn_id, selected_id, *problems_by_turn}
+        keep |= {
+            t.id for t in session_tree.turns.values() if t.status != "completed" or t.is_compaction
+        }
+        shown = fold_straight_runs(layout, keep={k for k in keep if k}, min_run=MIN_FOLD)
+    if len(session_tree.views) >= KEPT_VIEWS:
+        session_tree.views.pop(next(iter(session_tree.views)))
+    kept = session_tree.views[key] = (shown, _map_shape(session_tree, shown))
+    return kept
+
+
+class LayoutPlaces:
+    """Each turn's place in the layout (Row.index), as tree_map asks for it."""
+
+    def __init__(self, by_id: dict[str, Row]):
+        self.by_id = by_id
+
+    def get(self, turn_id: str, default=None):
+        row = self.by_id.get(turn_id)
+        return default if row is None else row.index
+
+
+def whole_tree_shape(session_tree: SessionTree) -> MapShape:
+    """The map of every turn of the tree, none folded (the JSON twin's)."""
+    return shown_lines(session_tree, None, unfold=True)[1]
+
+
+def _map_shape(session_tree: SessionTree, shown: list[Row | Fold]) -> MapShape:
+    """The map of the lines shown, from the same lines as the rows (no query)."""
+    if session_tree.marked is None:  # kept with the tree: a pass over every turn
+        session_tree.marked = _marked_turns(session_tree)
+    return shape(
+        shown,
+        LayoutPlaces(session_tree.layout.by_id),
+        session_tree.session.current_turn_id,
+        session_tree.marked,
+        session_tree.costly_by,
+    )
+
+
+def _marked_turns(session_tree: SessionTree) -> dict[str, tuple[str, ...]]:
+    costly, session_tree.costly_by = costliest(session_tree.turns.values())
+    forks = set(session_tree.forks_at)
+    if session_tree.fork_point:
+        forks.add(session_tree.fork_point)
+    marked: dict[str, tuple[str, ...]] = {}
+    for turn in session_tree.turns.values():
+        kinds = tuple(
+            kind
+            for kind, applies in (
+                ("failed", turn.status == "failed"),
+                ("compaction", turn.is_compaction),
+                ("fork", turn.id in forks),
+                ("costly", turn.id in costly),
+            )
+            if applies
+        )
+        if kinds:
+            marked[turn.id] = kinds
+    return marked
 
 
 def branch_label(row: Row, alternatives: dict[str, Alternative]) -> str:
@@ -174,17 +259,6 @@ def branch_label(row: Row, alternatives: dict[str, Alternative]) -> str:
         return ""
     same = all(alternatives[k].same_prompt for k in row.child_ids if k in alternatives)
     return f"{count} answers" if same else f"{count} branches"
-
-
-def _position_of(shown: list[Row | Fold], turn_id: str | None) -> int:
-    """Where a turn is among the shown lines, in a row or inside a fold (0 when it is not)."""
-    for position, entry in enumerate(shown):
-        if isinstance(entry, Fold):
-            if any(row.node.id == turn_id for row in entry.rows):
-                return position
-        elif entry.node.id == turn_id:
-            return position
-    return 0
 
 
 def _next_siblings(layout: Layout) -> dict[str, str]:

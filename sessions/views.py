@@ -20,11 +20,14 @@ from sessions.detail import FAILED, SessionTree, TurnInfo, load_tree, turn_info
 from sessions.failed_turns import failed_walk, first_failed_turn_id
 from sessions.kinds import FORK, KINDS
 from sessions.listing import SessionFilters, session_page, status_choices
+from sessions.map_html import map_svg
 from sessions.membership import turn_in_session
 from sessions.models import Session
-from sessions.page import tree_page
+from sessions.page import LayoutPlaces, tree_page, whole_tree_shape
 from sessions.rows_html import timeline_parts, tree_rows_html
 from sessions.thread import load_thread
+from sessions.tree_map import KINDS as MAP_KINDS
+from sessions.tree_map import tree_map
 from sessions.turn_detail import (
     add_payloads,
     load_payload,
@@ -99,12 +102,22 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
     first_line, page_error = _positive_number(request.GET, "from")
     at = linked(request.GET.get("at"))
     page = tree_page(session_tree, selected_id, unfold, first_line, at)
+    the_map = tree_map(
+        page.map_shape,
+        (page.first_line, max(page.first_line, page.last_line)),
+        LayoutPlaces(session_tree.layout.by_id),
+    )
     return {
         "session": session,
         "tree": session_tree,
         "child_links": _child_links(session_tree.related.children, session_tree),
         "tree_page": page,
         "items": page.items,
+        "tree_map": the_map,
+        "map_html": map_svg(
+            the_map, request.GET.dict(), {i.line: i.turn.id for i in page.items if i.turn}
+        ),
+        "map_legend": _map_legend(the_map),
         "page_error": page_error,
         "selected_id": selected_id,
         "unfold": unfold,
@@ -115,6 +128,28 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
             first_failed_turn_id(session.id) if session_tree.totals["failed_turns"] else None
         ),
     }
+
+
+MAP_LEGEND = {  # symbol, one, more
+    "failed": ("✕", "failed", "failed"),
+    "compaction": ("◆", "compaction", "compactions"),
+    "fork": ("⑂", "fork", "forks"),
+    "bookmark": ("★", "bookmark", "bookmarks"),
+    "costly": ("$", "costliest", "costliest"),
+}
+
+
+def _map_legend(the_map) -> list[dict]:
+    """The map's columns in words: each kind's symbol, name and count."""
+    legend = []
+    for kind in MAP_KINDS:
+        symbol, one, more = MAP_LEGEND[kind]
+        count = the_map.counts.get(kind, 0)
+        name = one if count == 1 else more
+        if kind == "costly" and the_map.shape.costly_by == "tokens":
+            name = "most tokens"
+        legend.append({"kind": kind, "symbol": symbol, "name": name, "count": count})
+    return legend
 
 
 def _page_url(request: HttpRequest, session: Session, number: int) -> str:
@@ -203,9 +238,17 @@ def session_detail(request: HttpRequest, session_id: str) -> HttpResponse:
 def _session_twin(request: HttpRequest, session: Session) -> dict:
     strict(request.GET, "unfold", choice("all"))  # the twin holds every turn, folded or not
     number, _ = _positive_number(request.GET, "page")
+    session_tree = load_tree(session)
     return json_twins.session_detail(
-        load_tree(session), number or 1, lambda n: _page_url(request, session, n)
-    )
+        session_tree, number or 1, lambda n: _page_url(request, session, n)
+    ) | {"map": _whole_map(session_tree).as_json()}
+
+
+def _whole_map(session_tree: SessionTree):
+    """The map of every turn, unfolded: the JSON twin's, whose turns are the whole tree's."""
+    rows = session_tree.layout.rows
+    places = LayoutPlaces(session_tree.layout.by_id)
+    return tree_map(whole_tree_shape(session_tree), (1, max(1, len(rows))), places)
 
 
 def _session_page(request: HttpRequest, session: Session) -> HttpResponse:

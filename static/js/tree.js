@@ -104,6 +104,7 @@
       case "t":
         if (row.dataset.turn) window.location.href = row.getAttribute("href").split("?")[0] + "thread/";
         break;
+      case "g": { var map = treeMap(); if (map) map.focus(); break; }
       case "p": { var box = layoutBox(); if (box) showPanel(box, box.classList.contains("panel-closed")); break; }
       case "<": nudgePanel(80); break;
       case ">": nudgePanel(-80); break;
@@ -147,6 +148,7 @@
   // the tree, scrolling the page only if the tree alone cannot, and start the keyboard there.
   function showStart(tree) {
     fitTree(tree);
+    window.requestAnimationFrame(function () { showView(tree); });
     var row = rowOf(tree, hashedTurn()) || tree.querySelector(".tree-row.selected");
     if (!row) return;
     row.classList.add("cursor");
@@ -251,6 +253,110 @@
     if (toggle && box) showPanel(box, box.classList.contains("panel-closed"));
   });
 
+  // -- The map of the whole tree (issue 28) ---------------------------------------------------
+  // A click or tap on the map opens that line: scrolled to when it is on this page, else the
+  // window around it is fetched (its link's href without JavaScript). The map shows which part
+  // of the rows is on screen. Focused (g, or Tab), ↑/↓ move along it, PageUp/PageDown by a
+  // tenth, Home/End to the ends, Enter opens, Escape goes back to the rows.
+  function treeMap() { return document.querySelector(".tree-map"); }
+  function mapLines(map) { return Number(map.dataset.lines) || 1; }
+  function lineAt(map, clientY) {
+    var box = map.getBoundingClientRect();
+    var fraction = Math.min(Math.max((clientY - box.top) / box.height, 0), 0.999999);
+    return Math.floor(fraction * mapLines(map)) + 1;
+  }
+  function rowAtLine(tree, line) {
+    var best = null;
+    rows(tree).forEach(function (row) { if (Number(row.dataset.line) <= line) best = row; });
+    return best;
+  }
+  function openLine(line) {
+    var tree = document.querySelector(".tree"), map = treeMap();
+    if (!tree || !map) return;
+    if (line >= Number(map.dataset.first) && line <= Number(map.dataset.last)) {
+      var row = rowAtLine(tree, line) || rows(tree)[0];
+      moveTo(tree, row);
+      showInTree(tree, row, "center");
+      return;
+    }
+    // Another window, the line a little below its top: what leads to it shows too.
+    var start = Math.max(1, line - Math.floor(Number(map.dataset.perPage || 1000) / 4));
+    var url = new URL(window.location.href);
+    ["at", "turn"].forEach(function (name) { url.searchParams.delete(name); });
+    url.searchParams.set("from", String(start));
+    lineAfterPaging = line;
+    window.htmx.ajax("GET", url.pathname + url.search, { target: "#tree", swap: "innerHTML" }).then(function () {
+      window.history.pushState({}, "", url.pathname + url.search);
+    });
+  }
+  function showView(tree) {
+    var map = treeMap(), view = map && map.querySelector(".map-view");
+    if (!view) return;
+    var all = rows(tree);
+    if (!all.length) return;
+    var box = tree.getBoundingClientRect(), first = null, last = null;
+    all.forEach(function (row) {
+      var at = row.getBoundingClientRect();
+      if (at.bottom > box.top && at.top < box.bottom) {
+        if (first === null) first = Number(row.dataset.line);
+        last = Number(row.dataset.line);
+      }
+    });
+    if (first === null) { view.hidden = true; return; }
+    var lines = mapLines(map), height = map.getBoundingClientRect().height;
+    view.style.top = ((first - 1) / lines * height) + "px";
+    view.style.height = Math.max(3, (last - first + 1) / lines * height) + "px";
+    view.hidden = false;
+  }
+  var mapCursorLine = null;
+  function showMapCursor(map, line) {
+    var cursor = map.querySelector(".map-cursor");
+    mapCursorLine = Math.min(Math.max(line, 1), mapLines(map));
+    cursor.style.top = ((mapCursorLine - 0.5) / mapLines(map) * map.getBoundingClientRect().height - 1) + "px";
+    cursor.hidden = false;
+    map.setAttribute("aria-valuetext", "line " + mapCursorLine + " of " + mapLines(map));
+  }
+  document.addEventListener("click", function (event) {
+    var map = event.target.closest && event.target.closest(".tree-map");
+    if (!map || event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    event.preventDefault();
+    openLine(lineAt(map, event.clientY));
+  });
+  document.addEventListener("keydown", function (event) {
+    var map = event.target.closest && event.target.closest(".tree-map");
+    if (!map) return;
+    var lines = mapLines(map), line = mapCursorLine || Number(map.dataset.first) || 1;
+    var tenth = Math.max(1, Math.round(lines / 10)), step = Math.max(1, Math.round(lines / Number(map.dataset.buckets || lines)));
+    switch (event.key) {
+      case "ArrowDown": case "j": showMapCursor(map, line + step); break;
+      case "ArrowUp": case "k": showMapCursor(map, line - step); break;
+      case "PageDown": showMapCursor(map, line + tenth); break;
+      case "PageUp": showMapCursor(map, line - tenth); break;
+      case "Home": showMapCursor(map, 1); break;
+      case "End": showMapCursor(map, lines); break;
+      case "Enter": openLine(line); document.querySelector(".tree").focus(); break;
+      case "Escape": document.querySelector(".tree").focus(); break;
+      default: return;
+    }
+    event.preventDefault();
+    event.stopPropagation();
+  }, true);
+  document.addEventListener("focusin", function (event) {
+    var map = event.target.classList && event.target.classList.contains("tree-map") && event.target;
+    if (map) showMapCursor(map, mapCursorLine || Number(map.dataset.first) || 1);
+  });
+  document.addEventListener("focusout", function (event) {
+    var map = event.target.classList && event.target.classList.contains("tree-map") && event.target;
+    if (map) { map.querySelector(".map-cursor").hidden = true; mapCursorLine = null; }
+  });
+  document.addEventListener("scroll", function (event) {
+    if (event.target.classList && event.target.classList.contains("tree")) showView(event.target);
+  }, true);
+  window.addEventListener("resize", function () {
+    var tree = document.querySelector(".tree");
+    if (tree) showView(tree);
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     startLayout();
     var tree = document.querySelector(".tree");
@@ -263,7 +369,10 @@
     if (!tree) return;
     if (lineAfterPaging === null) { showStart(tree); return; }
     fitTree(tree);
-    moveTo(tree, tree.querySelector('.tree-row[data-line="' + lineAfterPaging + '"]') || rows(tree)[0]);
+    var target = rowAtLine(tree, lineAfterPaging) || rows(tree)[0];
+    moveTo(tree, target);
+    if (target) showInTree(tree, target, "center");
     lineAfterPaging = null;
+    showView(tree);
   });
 })();
