@@ -133,7 +133,7 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
 MAP_LEGEND = {  # symbol, one, more
     "failed": ("✕", "failed", "failed"),
     "compaction": ("◆", "compaction", "compactions"),
-    "fork": ("⑂", "fork", "forks"),
+    "fork": ("↱", "fork", "forks"),
     "bookmark": ("★", "bookmark", "bookmarks"),
     "costly": ("$", "costliest", "costliest"),
 }

@@ -260,10 +260,26 @@
   // tenth, Home/End to the ends, Enter opens, Escape goes back to the rows.
   function treeMap() { return document.querySelector(".tree-map"); }
   function mapLines(map) { return Number(map.dataset.lines) || 1; }
-  function lineAt(map, clientY) {
+  // On a phone the map lies above the rows, its first line on the left.
+  function across(map) { var box = map.getBoundingClientRect(); return box.width > box.height; }
+  function lineAt(map, clientX, clientY) {
     var box = map.getBoundingClientRect();
-    var fraction = Math.min(Math.max((clientY - box.top) / box.height, 0), 0.999999);
+    var along = across(map) ? (clientX - box.left) / box.width : (clientY - box.top) / box.height;
+    var fraction = Math.min(Math.max(along, 0), 0.999999);
     return Math.floor(fraction * mapLines(map)) + 1;
+  }
+  // Place a band of the map over lines first..last (fractions of its length).
+  function place(map, element, from, size) {
+    var box = map.getBoundingClientRect();
+    if (across(map)) {
+      element.style.left = (from * box.width) + "px";
+      element.style.width = Math.max(3, size * box.width) + "px";
+      element.style.top = ""; element.style.height = "";
+    } else {
+      element.style.top = (from * box.height) + "px";
+      element.style.height = Math.max(3, size * box.height) + "px";
+      element.style.left = ""; element.style.width = "";
+    }
   }
   function rowAtLine(tree, line) {
     var best = null;
@@ -303,16 +319,15 @@
       }
     });
     if (first === null) { view.hidden = true; return; }
-    var lines = mapLines(map), height = map.getBoundingClientRect().height;
-    view.style.top = ((first - 1) / lines * height) + "px";
-    view.style.height = Math.max(3, (last - first + 1) / lines * height) + "px";
+    var lines = mapLines(map);
+    place(map, view, (first - 1) / lines, (last - first + 1) / lines);
     view.hidden = false;
   }
   var mapCursorLine = null;
   function showMapCursor(map, line) {
     var cursor = map.querySelector(".map-cursor");
     mapCursorLine = Math.min(Math.max(line, 1), mapLines(map));
-    cursor.style.top = ((mapCursorLine - 0.5) / mapLines(map) * map.getBoundingClientRect().height - 1) + "px";
+    place(map, cursor, (mapCursorLine - 0.5) / mapLines(map), 0);
     cursor.hidden = false;
     map.setAttribute("aria-valuetext", "line " + mapCursorLine + " of " + mapLines(map));
   }
@@ -320,7 +335,7 @@
     var map = event.target.closest && event.target.closest(".tree-map");
     if (!map || event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey) return;
     event.preventDefault();
-    openLine(lineAt(map, event.clientY));
+    openLine(lineAt(map, event.clientX, event.clientY));
   });
   document.addEventListener("keydown", function (event) {
     var map = event.target.closest && event.target.closest(".tree-map");
