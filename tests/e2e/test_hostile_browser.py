@@ -56,3 +56,28 @@ def test_the_payload_is_shown_as_the_text_it_is(page, live_server, admin_user, l
     sign_in("ada")
     page.goto(live_server.url + "/pipeline/requests/R4/")
     expect(page.get_by_text("<script>alert('x')</script>", exact=False).first).to_be_visible()
+
+
+def test_an_id_cannot_choose_the_name_chromium_saves_a_download_under(
+    page, live_server, admin_user, ledger, sign_in
+):
+    """A tool call whose id ends the header's filename and starts another (issue 25): Chromium
+    saved its result, which holds a script, as evil.html. Now it saves a .json of a plain name."""
+    from django.urls import reverse
+
+    call_id = "x\"; filename*=UTF-8''evil.html; x=\""
+    s = ledger.session(id="S-dl")
+    t = ledger.turn(s, id="T-dl")
+    ledger.set_head(s, t, t)
+    result = '{"page": "<script>alert(1)</script>' + "x" * 1_100_000 + '"}'  # past a page: cut
+    ledger.tool_call(t, 1, id=call_id, result=result)
+    sign_in("ada")
+    page.goto(
+        live_server.url + reverse("sessions:payload", args=["S-dl", "T-dl", "result", call_id])
+    )
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download the whole result").click()
+    name = download.value.suggested_filename
+    assert name.endswith(".json") and name != "evil.html" and '"' not in name, name
+    with open(download.value.path(), encoding="utf-8") as saved:
+        assert saved.read() == result
