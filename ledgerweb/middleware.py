@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from ledgerweb.db import LEDGER_ALIASES, ledger_is_postgres, ledger_shown_to
 from ledgerweb.http import wants_json
+from ledgerweb.params import SQLITE_INT, BadParameter, bad_request
 from ledgerweb.roles import has_a_role
 from ledgerweb.sqlite import LedgerQueryTimeout, is_interrupted
 
@@ -49,6 +50,10 @@ class LedgerErrorMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request, exception):
+        if isinstance(exception, OverflowError) and (bad := _number_out_of_range(request)):
+            # A filter of a page we did not write (the admin's date drill-down of django-axes'
+            # lists, ?attempt_time__year=9223372036854775808) reached the database driver.
+            return bad_request(request, BadParameter(bad, request.GET[bad], "out of range"))
         if is_interrupted(exception):
             limit = exception.limit_ms if isinstance(exception, LedgerQueryTimeout) else None
             logger.warning("ledger query stopped by the time limit on %s", request.path)
@@ -91,6 +96,17 @@ class LedgerErrorMiddleware:
         if getattr(request, "htmx", False):
             return render(request, "ledger_error.html#message", context, status=status)
         return render(request, "ledger_error.html", context, status=status)
+
+
+def _number_out_of_range(request) -> str | None:
+    """The query parameter whose whole number no database column can hold, if one is."""
+    for name, raw in request.GET.items():
+        if _WHOLE_NUMBER.fullmatch(raw.strip()) and abs(int(raw)) > SQLITE_INT:
+            return name
+    return None
+
+
+_WHOLE_NUMBER = re.compile(r"-?[0-9]{1,4300}")
 
 
 class RoleRequiredMiddleware:

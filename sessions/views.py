@@ -2,13 +2,13 @@ from dataclasses import asdict
 
 from django.contrib import messages as flash
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
-from ledgerweb import downloads, sqlite
+from ledgerweb import downloads, long_values, sqlite
 from ledgerweb.html_parts import IdUrls, css_name
 from ledgerweb.http import respond
 from ledgerweb.params import answers_bad_parameters, choice, cursor, exact, linked, strict
@@ -268,19 +268,29 @@ def _session_page(request: HttpRequest, session: Session) -> HttpResponse:
 
 
 def _turn_context(
-    session: Session, turn_id: str, info: TurnInfo | None, forks: list[Session] | None = None
+    session: Session,
+    turn_id: str,
+    info: TurnInfo | None,
+    forks: list[Session] | None = None,
+    tree_turns: dict | None = None,
 ) -> dict:
-    """The panel's data. `forks`: the forks made at this turn, when the tree has them already."""
+    """The panel's data. `forks`: the forks made at this turn, and `tree_turns` the turns of the
+    tree, when the page has them already."""
     detail = load_turn_detail(session.id, turn_id, info.started_at if info else None)
     walk = failed_walk(session.id, turn_id) if info and info.status == FAILED else None
     if forks is None:
         forks = forking.forks_made_at(session, turn_id)
+    parent = info.parent_turn_id if info else None
     return {
         "turn": info,
         "detail": detail,
         "turn_id": turn_id,
         "failed_walk": walk,
         "forks_here": _child_links(forks),
+        # An orphan's parent is named, not linked: its page would be a 404.
+        "parent_missing": bool(parent)
+        and parent not in (tree_turns or {})
+        and not sqlite.rows("SELECT 1 FROM turns WHERE id = %s", [parent]),
     }
 
 
@@ -288,7 +298,11 @@ def _tree_turn_context(session: Session, ctx: dict, turn_id: str) -> dict:
     """_turn_context for a page that drew the tree: its turn and forks are read already."""
     session_tree = ctx["tree"]
     return _turn_context(
-        session, turn_id, session_tree.turns[turn_id], session_tree.forks_at.get(turn_id, [])
+        session,
+        turn_id,
+        session_tree.turns[turn_id],
+        session_tree.forks_at.get(turn_id, []),
+        session_tree.turns,
     )
 
 
@@ -483,13 +497,31 @@ def compare(request: HttpRequest, session_id: str) -> HttpResponse:
     return respond(
         request,
         page=lambda: _compare_page(request, session, a, b, result),
-        twin=lambda: _compare_twin(result),
+        twin=lambda: _compare_twin(request, session, a, b, result),
     )
 
 
-def _compare_twin(result) -> dict | HttpResponse:
-    if result is None:
-        return JsonResponse({"error": "choose two turns: ?a=<turn id>&b=<turn id>"}, status=400)
+def _compare_twin(request: HttpRequest, session: Session, a: str, b: str, result) -> dict:
+    if result is None:  # the pick list: what the page offers, each with its comparison's URL
+        pick = "b" if a else "a"
+        url = reverse("sessions:compare", args=[session.id])
+        return {
+            "a": a or None,
+            "b": b or None,
+            "choose": pick,
+            "candidates": [
+                {
+                    "id": t.id,
+                    "status": t.status,
+                    "prompt": t.preview,
+                    "answer": t.answer,
+                    "url": request.build_absolute_uri(
+                        f"{url}?{long_values.query({'a': a, 'b': t.id} if a else {'a': t.id})}"
+                    ),
+                }
+                for t in comparing.candidates(load_tree(session), exclude=a or b)
+            ],
+        }
     costs = {"cost": {"a": result.a.cost.as_json(), "b": result.b.cost.as_json()}}
     return asdict(result, dict_factory=_json_ready) | costs
 

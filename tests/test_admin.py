@@ -343,3 +343,21 @@ def test_a_search_of_thousands_of_terms_is_capped_and_says_so(client, admin_user
     assert response.status_code == 200
     page = response.content.decode()
     assert "Searched for the first 20 of 1,901 terms" in page
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/admin/axes/accesslog/?attempt_time__year=9223372036854775808",
+        "/admin/axes/accessattempt/?attempt_time__year=-99999999999999999999",
+        "/admin/auth/user/?date_joined__year=9223372036854775808",
+    ],
+)
+def test_a_number_no_column_holds_is_named_not_a_500(client, admin_user, url):
+    client.force_login(admin_user)
+    page = client.get(url)
+    assert page.status_code == 400
+    body = html.unescape(page.content.decode())
+    name = url.split("?")[1].split("=")[0]
+    assert f"{name}=" in body and "out of range" in body
+    assert f'href="{url.split("?")[0]}"' in page.content.decode()  # the way on: without it

@@ -122,3 +122,23 @@ def test_a_deep_branch_shows_its_ends_and_counts_the_middle(viewer_client, ledge
     assert "··· 249 turns in between" in page
     assert page.count('<li><a href="/sessions/S1/turns/T') == 50
     assert "299 turns after the common ancestor" in page and other
+
+
+@pytest.mark.parametrize("query", ["", "?a=A1"])
+def test_the_pick_list_has_a_json_twin_that_answers_what_it_shows(
+    viewer_client, regenerated, query
+):
+    """Without two turns the page advertised a twin (its Link header) that answered 400."""
+    page = viewer_client.get("/sessions/S1/compare/" + query)
+    twin_url = page["Link"].split(">")[0].lstrip("<")
+    twin = viewer_client.get(twin_url)
+    assert twin.status_code == 200
+    data = twin.json()
+    assert data["a"] == ("A1" if query else None) and data["choose"] == ("b" if query else "a")
+    shown = re.findall(r"<li><a href=\"[^\"]+\"><code>([^<]+)</code>", page.content.decode())
+    assert [c["id"] for c in data["candidates"]] == shown
+    first = data["candidates"][0]
+    followed = viewer_client.get(first["url"] + "&format=json")
+    assert followed.status_code == 200
+    if query:  # both turns chosen: the comparison itself
+        assert followed.json()["a"]["turn_id"] == "A1"

@@ -695,3 +695,17 @@ def test_the_export_of_a_turn_holding_a_huge_result_is_streamed_in_bounded_memor
     data = json.loads(body_of(viewer_client.get("/sessions/S1/turns/T1/export.json")))
     assert [m.get("content") for m in data["messages"] if m["role"] == "tool"] == [result]
     assert data["messages"][-1]["content"] == "z" * 3_000_000
+
+
+def test_an_orphans_panel_names_its_missing_parent_without_a_link_that_404s(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    root = ledger.turn(s, id="T1")
+    ledger.turn(s, id="orphan", parent_turn_id="gone")
+    ledger.turn(s, root, id="T2")
+    ledger.set_head(s, root, root)
+    for headers in ({}, {"HX-Request": "true"}):  # the whole page, and the panel beside the tree
+        page = viewer_client.get("/sessions/S1/turns/orphan/", headers=headers).content.decode()
+        assert "not in the ledger (an orphan turn)" in page
+        assert "/turns/gone/" not in page
+    page = viewer_client.get("/sessions/S1/turns/T2/").content.decode()
+    assert 'href="/sessions/S1/turns/T1/"' in page and "orphan turn" not in page
