@@ -116,7 +116,8 @@ POSTGRES_LEDGER_TESTS = $(patsubst %,tests/test_%.py,session_list session_page t
 	turn_and_thread turn_urls compare alternatives fork_markers failed_turns markdown_views tree \
 	request_page pipeline_pages pipeline_charts pipeline_stages cost_chart rollups costs \
 	turn_usage windows hostile_ledger admin health overview databases postgres_ledger \
-	import_command retention search search_index otel_export otel_receiver long_value_links)
+	import_command retention search search_index otel_export otel_receiver long_value_links \
+	stage_durations)
 # And in the browser: the walker over the demo ledger shipped into PostgreSQL by ledger_ship
 # (every page and control), and the journeys: session tree and fork, request page and live
 # mode, charts and their click-through, archiving, signing in, search (about 4 min).

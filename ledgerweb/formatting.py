@@ -104,6 +104,16 @@ def duration(ms) -> str:
     return f"{hours} h {minutes} min"
 
 
+def milliseconds(ms) -> str:
+    """An exact duration: 4,137 ms, 0.25 ms (a stage's timing beside a threshold it is compared
+    with: "4.1 s" would hide which side of 4,100 ms it lies); blank when unknown."""
+    if isinstance(ms, bool) or not isinstance(ms, int | float) or ms != ms:
+        return ""
+    if float(ms).is_integer():
+        return f"{int(ms):,} ms"
+    return f"{ms:,.6g} ms" if abs(ms) < 1000 else f"{ms:,.3f}".rstrip("0").rstrip(".") + " ms"
+
+
 def short_model(name) -> str:
     """claude-sonnet-4-20250514 → sonnet-4; gpt-5 → gpt-5: enough to tell models apart in a row."""
     if not isinstance(name, str) or not name:

@@ -187,6 +187,19 @@ def sqlite_number(raw: str) -> int | float:
     raise Invalid("not a number")
 
 
+_DURATION = re.compile(r"[0-9]{1,20}(\.[0-9]{1,20})?([eE][+-]?[0-9]{1,3})?")
+
+
+def duration_ms(raw: str) -> float:
+    """A duration in milliseconds: a number from 0 up, as our links write it (1200, 0.25, 1e-05)."""
+    if not _DURATION.fullmatch(raw):
+        raise Invalid("not a number of milliseconds")
+    value = float(raw)
+    if not math.isfinite(value):
+        raise Invalid("out of range")
+    return value
+
+
 # A keyset cursor: the time (as the ledger holds it) and the id of the last row of a page.
 Cursor = tuple[int | float | str, str]
 NOT_A_PAGE_LINK = "not a page link ledgerweb wrote"

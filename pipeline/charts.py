@@ -32,6 +32,7 @@ from pipeline.filters import (
     EXACT,
     WINDOWS,
     RequestFilters,
+    number_text,
     value_query,
     window_bounds,
 )
@@ -372,25 +373,57 @@ def _shown_stages(distributions: dict) -> tuple[list[str], int, int]:
     return known + unknown, len(counts) - len(unknown), hidden_timings
 
 
+# The figures of a stage's distribution that lead to its requests: at or above each, slowest
+# first ("the slowest stage's p95 → the requests above it"), and those between the quartiles.
+LINKED_FIGURES = ("p50", "p95", "p99", "max")
+
+
+def _timing_links(f: DashboardFilters, stage: str, stats: dict, values, counts) -> dict:
+    """Per linked figure (and "all", and "quartiles": p25 to p75), how many of the stage's
+    timings lie there and the request list of exactly those requests (the same window and
+    filters), slowest first."""
+
+    def link(at_least=None, at_most=None) -> dict:
+        inside = np.ones(len(values), dtype=bool)
+        if at_least is not None:
+            inside &= values >= at_least
+        if at_most is not None:
+            inside &= values <= at_most
+        url = f.list_url(timing=stage, timing_min=number_text(at_least),
+                         timing_max=number_text(at_most), order="slowest")  # fmt: skip
+        return {"requests": int(counts[inside].sum()), "url": url}
+
+    return {key: link(stats[key]) for key in LINKED_FIGURES} | {
+        "all": link(),
+        "quartiles": link(stats["p25"], stats["p75"]),
+    }
+
+
 def stage_timings(f: DashboardFilters) -> ChartResult:
     the_plan = f.plan_for(LIVE_TIMING_ROWS)
     distributions = rollups.timing_distributions(f.scope, the_plan)
     order, hidden_names, hidden_timings = _shown_stages(distributions)
-    stats = [
-        {"stage": stage, "known": stage in STAGE_INDEX} | distribution_stats(*distributions[stage])
-        for stage in order
-    ]
+    stats = []
+    for stage in order:
+        figures = distribution_stats(*distributions[stage])
+        links = _timing_links(f, stage, figures, *distributions[stage])
+        stats.append({"stage": stage, "known": stage in STAGE_INDEX} | figures | {"links": links})
     names = labels(s["stage"] + ("" if s["known"] else " (unknown)") for s in stats)
+    for s, name in zip(stats, names, strict=True):
+        s["label"] = name
     timing_axis = {"type": "log", "title": {"text": "duration (ms, log scale)"},
                    "ticksuffix": " ms", "automargin": True}  # fmt: skip
     bars = [
         {"type": "bar", "name": label, "x": names, "y": [s[key] for s in stats],
+         "customdata": [s["links"][key]["url"] for s in stats],
          "hovertemplate": f"%{{x}} {label}: %{{y:,.0f}} ms<extra></extra>"}
         for key, label in (("p50", "p50"), ("p95", "p95"), ("p99", "p99"))
     ]  # fmt: skip
     bars.append(
         {"type": "scatter", "mode": "markers", "name": "max", "x": names,
-         "y": [s["max"] for s in stats], "marker": {"symbol": "line-ew-open", "size": 14}}
+         "y": [s["max"] for s in stats], "marker": {"symbol": "line-ew-open", "size": 14},
+         "customdata": [s["links"]["max"]["url"] for s in stats],
+         "hovertemplate": "%{x} max: %{y:,.0f} ms<extra></extra>"}
     )  # fmt: skip
     percentiles = {
         "data": bars,
@@ -982,7 +1015,8 @@ CHARTS = {
         Chart("failures", "Failures",
               "Failed requests by the stage that failed, and the most common errors.", failures),
         Chart("stage-timings", "Stage timings",
-              "How long each stage takes: p50, p95, p99 and max.", stage_timings),
+              "How long each stage takes: p50, p95, p99 and max. Click a bar or a figure to"
+              " list the requests that took at least that long, slowest first.", stage_timings),
         Chart("hooks", "Hook effectiveness", "Per hook: matched → fired → handled.", hooks),
         Chart("sources", "Sources and principals",
               "Requests by event source and by principal, by status.", sources),

@@ -1,6 +1,7 @@
 """Request filters from the query string, shared by the list, the dashboard's click-through links
 and the request page's "similar failures": the same filter always selects the same rows."""
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -13,6 +14,7 @@ from ledgerweb.params import (
     WINDOWS,
     Cursor,
     choice,
+    duration_ms,
     exact,
     moment_ms,
     read,
@@ -20,10 +22,11 @@ from ledgerweb.params import (
     reject,
     text,
 )
-from pipeline import signature_search
+from pipeline import signature_search, timing_search
 from pipeline.flags import FLAG_STATES, HANDLED_BY, NAMED_HANDLER_FIRED, flag_state
 from pipeline.models import NexusRequest
 from pipeline.signature_search import SignatureSearch
+from pipeline.timing_search import TimingSearch, timing_expression
 
 HOUR = 3_600_000
 # Preset windows from this long up start on the hour (see window_bounds).
@@ -32,6 +35,11 @@ WHOLE_HOURS_FROM = 12 * HOUR
 # ?hook=…&hook_state=: the hook fired; fired and handled (hooks_context names it as the
 # handler); fired in a handled request that names no handler that fired (a shared credit).
 HOOK_STATES = ("fired", "handled", "shared")
+
+# ?order=: newest first (the default), or slowest first by the duration of the stage named by
+# ?timing= (which ?timing_min= and ?timing_max= bound, in ms, both included).
+ORDERS = ("newest", "slowest")
+TIMING_PARAMS = ("timing_min", "timing_max")
 
 # Exact-match filters: query parameter → column.
 EXACT = {
@@ -70,7 +78,7 @@ def value_query(param: str, value: str | None) -> dict[str, str]:
 # Text filters on values the site prints from the ledger (a hook's name, a failure's signature),
 # not columns: written and read like EXACT's (`hook__exact=` for '' or a name with spaces at its
 # ends), never NULL.
-AS_STORED = ("hook", "signature")
+AS_STORED = ("hook", "signature", "timing")
 
 
 def _exact_values(params, errors: dict[str, str]) -> dict[str, str | None]:
@@ -113,6 +121,11 @@ class RequestFilters:
     hook: str | None = None
     hook_state: str = ""  # "", or one of HOOK_STATES
     delivered: str = ""  # "", or one of flags.FLAG_STATES
+    # None: any. A stage whose duration (in stage_timings) the list bounds or orders by.
+    timing: str | None = None
+    timing_min: float | None = None  # ms, at least
+    timing_max: float | None = None  # ms, at most
+    order: str = "newest"  # one of ORDERS
     window: str = ""  # one of WINDOWS, "custom" (since/until), or "" for all time
     since_ms: int | None = None
     until_ms: int | None = None
@@ -136,6 +149,10 @@ class RequestFilters:
             hook=_as_stored(params, "hook", errors),
             hook_state=value("hook_state", choice(*HOOK_STATES)),
             delivered=value("delivered", choice(*FLAG_STATES)),
+            timing=_as_stored(params, "timing", errors),
+            timing_min=read(params, "timing_min", duration_ms, errors),
+            timing_max=read(params, "timing_max", duration_ms, errors),
+            order=value("order", choice(*ORDERS)) or "newest",
             window=window,
             since_ms=read(params, "since", moment_ms, errors),
             until_ms=read(params, "until", moment_ms, errors),
@@ -144,6 +161,7 @@ class RequestFilters:
         if f.since_ms is not None and f.until_ms is not None and f.until_ms <= f.since_ms:
             reject(params, "until", "not after since", errors)
             f.until_ms = None
+        f._check_timing(params)
         if f.since_ms is not None or f.until_ms is not None:
             f.window = "custom"
         elif f.window in WINDOWS:
@@ -152,10 +170,26 @@ class RequestFilters:
             f.window = ""
         return f
 
-    def apply(self, qs, *, newest_first_walk: bool = False):
+    def _check_timing(self, params) -> None:
+        """A duration bound or order without a stage, or an empty range, is said and dropped."""
+        if self.timing is None:
+            for name in TIMING_PARAMS:
+                if getattr(self, name) is not None:
+                    reject(params, name, "give the stage it is about (timing=…)", self.errors)
+                    setattr(self, name, None)
+            if self.order == "slowest":
+                why = "sorts by a stage's duration: give the stage (timing=…)"
+                reject(params, "order", why, self.errors, "showing the newest first")
+                self.order = "newest"
+        if (self.timing_min or 0) > (self.timing_max if self.timing_max is not None else math.inf):
+            reject(params, "timing_max", "less than timing_min", self.errors)
+            self.timing_max = None
+
+    def apply(self, qs, *, newest_first_walk: bool = False, timing_from: float | None = None):
         """The filters on a queryset. With newest_first_walk the exact filters do not use their
         column's index, so SQLite walks started_at from the newest row and stops after a page:
-        right for common values, wrong for rare ones (the caller decides by a capped count)."""
+        right for common values, wrong for rare ones (the caller decides by a capped count).
+        `timing_from` raises the duration's lower bound (a slowest-first page, see listing)."""
         for param, value in self.exact.items():
             if value is None:
                 qs = qs.filter(**{f"{EXACT[param]}__isnull": True})
@@ -180,11 +214,46 @@ class RequestFilters:
                 qs = qs.filter(_sql(f"NOT {NAMED_HANDLER_FIRED}"))
         if self.delivered:
             qs = qs.filter(_sql(f"{flag_state('delivery_success')} = %s", self.delivered))
+        if self.timing is not None:
+            qs = self._apply_timing(qs, timing_from)
         if self.since_ms is not None:
             qs = qs.filter(started_at__gte=self.since_ms)
         if self.until_ms is not None:
             qs = qs.filter(started_at__lt=self.until_ms)
         return qs
+
+    def _apply_timing(self, qs, timing_from: float | None):
+        """Rows whose stage took [timing_min, timing_max] ms (any timing without them), found
+        through the hours that hold such a value (pipeline/timing_search.py); each row carries
+        the duration as stage_ms."""
+        bounds = [v for v in (self.timing_min, timing_from) if v is not None]
+        low = max(bounds) if bounds else None
+        condition, params = self.timing_search.condition(at_least=low)
+        qs = qs.annotate(stage_ms=timing_expression(self.timing)).filter(_sql(condition, *params))
+        qs = qs.filter(stage_ms__isnull=False)
+        if low is not None:
+            qs = qs.filter(stage_ms__gte=low)
+        if self.timing_max is not None:
+            qs = qs.filter(stage_ms__lte=self.timing_max)
+        return qs
+
+    @cached_property
+    def timing_search(self) -> TimingSearch:
+        """Where the stage's durations are found: the summarised hours holding one in range,
+        and the rest live (bounded); its note says which hours it did not search."""
+        return timing_search.search(
+            self.timing, self.timing_min, self.timing_max, self.since_ms, self.until_ms
+        )
+
+    @property
+    def not_searched(self) -> list[str]:
+        """What the signature and duration searches left out, in words."""
+        notes = []
+        if self.signature is not None:
+            notes.append(self.signature_search.note)
+        if self.timing is not None:
+            notes.append(self.timing_search.note)
+        return [note for note in notes if note]
 
     @cached_property
     def signature_search(self) -> SignatureSearch:
@@ -192,8 +261,10 @@ class RequestFilters:
         live in the rest (bounded); its note says which hours it did not search."""
         return signature_search.search(self.signature or "", self.since_ms, self.until_ms)
 
-    def queryset(self, *, newest_first_walk: bool = False):
-        return self.apply(NexusRequest.objects.all(), newest_first_walk=newest_first_walk)
+    def queryset(self, *, newest_first_walk: bool = False, timing_from: float | None = None):
+        return self.apply(
+            NexusRequest.objects.all(), newest_first_walk=newest_first_walk, timing_from=timing_from
+        )
 
     def as_query(self, **changes) -> dict[str, str]:
         exact = {}
@@ -206,6 +277,9 @@ class RequestFilters:
             "q": self.q,
             "hook_state": self.hook_state,
             "delivered": self.delivered,
+            "timing_min": number_text(self.timing_min),
+            "timing_max": number_text(self.timing_max),
+            "order": "" if self.order == "newest" else self.order,
         }
         if self.window == "custom":
             values |= {"since": self.since_ms or "", "until": self.until_ms or ""}
@@ -213,6 +287,13 @@ class RequestFilters:
             values["window"] = self.window
         values |= changes
         return exact | {k: str(v) for k, v in values.items() if v not in ("", None)}
+
+
+def number_text(value: float | None) -> str:
+    """A number as a link writes it: 4100, not 4100.0; "" for None."""
+    if value is None:
+        return ""
+    return str(int(value)) if value.is_integer() and abs(value) < 2**53 else repr(value)
 
 
 def _sql(condition: str, *params):

@@ -17,11 +17,14 @@ def request_list(filters: RequestFilters, page: RequestPage) -> dict:
         # The window's instants [since, until), also for a preset window (filters.window_bounds).
         "since": filters.since_ms,
         "until": filters.until_ms,
-        # Hours a signature filter did not search yet (pipeline/signature_search.py).
-        "not_searched": (filters.signature is not None and filters.signature_search.note) or None,
+        # Hours a signature or duration filter did not search yet (signature_search.py,
+        # timing_search.py).
+        "not_searched": " ".join(filters.not_searched) or None,
+        "order": filters.order,
         "requests": [
             {name: getattr(row.request, name) for name in SUMMARY_FIELDS}
             | {"duration_ms": row.duration_ms, "error": row.error_line, "cost": _cost(row.request)}
+            | ({"stage_ms": row.stage_ms} if filters.timing is not None else {})
             for row in page.rows
         ],
     }

@@ -1,4 +1,5 @@
-"""The request list: newest first, keyset pages over (started_at, id), capped counts."""
+"""The request list: newest first, keyset pages over (started_at, id), or slowest first by a
+stage's duration, keyset pages over (duration, id); capped counts."""
 
 from dataclasses import dataclass
 
@@ -44,6 +45,11 @@ class RequestRow:
         return elapsed
 
     @property
+    def stage_ms(self) -> float | None:
+        """The filtered stage's duration (with ?timing=), as the filter read it."""
+        return getattr(self.request, "stage_ms", None)
+
+    @property
     def error_line(self) -> str:
         return first_line(self.request.error_message, 140)
 
@@ -62,11 +68,31 @@ class RequestPage:
 def request_page(f: RequestFilters) -> RequestPage:
     """A page of requests, after the filters' keyset cursor if they have one."""
     count = capped(f.queryset(), COUNT_CAP)
+    if f.order == "slowest":
+        return _slowest_page(f, count)
     # Past the cap the matches are common: walk the newest rows instead of sorting them all.
     # Only the columns a row shows: snapshots and stacks can be large.
     qs = f.queryset(newest_first_walk=count.capped).only(*LIST_COLUMNS)
     found, cursor = keyset_page(qs, "started_at", f.after, PAGE_SIZE)
     return RequestPage([RequestRow(r) for r in found], count, cursor)
+
+
+def _slowest_page(f: RequestFilters, count: CappedCount) -> RequestPage:
+    """A page of the slowest requests by the stage's duration, after the cursor's.
+
+    Reads only the summarised hours holding the next page's worth of the slowest timings (and
+    the live rows) by bounding the duration from below (TimingSearch.slowest_from): every row
+    left out is then faster than every row shown. Other filters may drop some of those rows; a
+    page that comes out short is asked again with a lower bound, down to none."""
+    below = None if f.after is None else float(f.after[0])
+    wanted = PAGE_SIZE + 1
+    while True:
+        low = f.timing_search.slowest_from(below, wanted)
+        qs = f.queryset(timing_from=low).only(*LIST_COLUMNS)
+        found, cursor = keyset_page(qs, "stage_ms", f.after, PAGE_SIZE)
+        if low is None or cursor is not None:
+            return RequestPage([RequestRow(r) for r in found], count, cursor)
+        wanted *= 8
 
 
 def newer_page(f: RequestFilters, newer_than: int | float) -> RequestPage:

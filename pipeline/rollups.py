@@ -913,6 +913,32 @@ def timing_distributions(scope: Scope, the_plan: Plan) -> dict[str, tuple[np.nda
     }
 
 
+def stored_timings(the_plan: Plan, stage: str) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per stored hour of the plan, the timing values of one stage with their counts, over all
+    sources and personas (pipeline/timing_search.py finds the hours worth reading with them)."""
+    if not the_plan.stored:
+        return {}
+    hours, hour_params = state_db.in_list(the_plan.stored)
+    with connections["default"].cursor() as cursor:
+        cursor.execute(
+            f"""SELECT hour, "values", counts FROM {RollupTimings._meta.db_table}
+                WHERE ledger = %s AND combined = %s AND stage = %s AND hour IN {hours}""",
+            [the_plan.ledger, True, stage, *hour_params],
+        )
+        return {
+            hour: (np.frombuffer(values, dtype=np.float64), np.frombuffer(counts, dtype=np.int64))
+            for hour, values, counts in cursor.fetchall()
+        }
+
+
+def live_condition(the_plan: Plan) -> tuple[str, list]:
+    """The rows a plan reads live (its live ranges, and the 'processing' rows of its stored
+    hours) as an SQL condition and its parameters."""
+    if not the_plan.reads_live:
+        return "(1 = 0)", []
+    return _live_sql(the_plan)
+
+
 def _store_filters(scope: Scope) -> tuple[str, list]:
     """Stored rows for the scope: the combined ones unless a source or persona is asked for."""
     clauses, params = " AND combined = %s", [not (scope.source or scope.persona)]

@@ -18,6 +18,7 @@ for _format in (
     formatting.filesize,
     formatting.tokens,
     formatting.duration,
+    formatting.milliseconds,
     formatting.short_model,
     formatting.percent,
     formatting.ledger_bool,
