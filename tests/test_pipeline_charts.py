@@ -151,7 +151,8 @@ def test_huge_and_negative_token_counts_add_nothing_and_stop_no_chart(viewer_cli
 def test_every_chart_element_lists_exactly_the_requests_it_counts(
     viewer_client, odd, slug, settings
 ):
-    """(Stage timings count timings, not requests: their bars select nothing.)"""
+    """(Stage timings' bars are durations, not counts: tests/test_stage_durations.py follows
+    them to the requests that took at least that long.)"""
     # "sonnet" priced as a model genai-prices knows, so that the cost chart draws bars.
     settings.MODEL_PRICES = parse_price_overrides({"sonnet": "claude-sonnet-4-5"}, "test")
     assert bars_list_what_they_count(viewer_client, odd, chart_url(slug)), slug

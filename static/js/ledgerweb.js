@@ -19,6 +19,18 @@
     return layout;
   }
 
+  // A link to one chart ("#chart-cost" from the overview) lands on it: the cards above it fill
+  // in after the page has loaded and push it down, so it is brought back into view after each
+  // card is drawn, until the reader scrolls or clicks themselves.
+  var anchor = null;
+  function keepAnchor() {
+    if (anchor) anchor.scrollIntoView({ block: "start" });
+  }
+  function dropAnchor() { anchor = null; }
+  ["wheel", "touchstart", "keydown", "mousedown"].forEach(function (name) {
+    window.addEventListener(name, dropAnchor, { passive: true });
+  });
+
   function mountCharts(root) {
     if (!window.Plotly) return;
     root.querySelectorAll("[data-figure]").forEach(function (target) {
@@ -38,6 +50,7 @@
           var url = point && (Array.isArray(point.customdata) ? point.customdata[0] : point.customdata);
           if (typeof url === "string" && url.charAt(0) === "/") window.location.href = url;
         });
+        keepAnchor();
       });
     });
   }
@@ -53,6 +66,13 @@
     });
   });
 
-  document.addEventListener("DOMContentLoaded", function () { mountCharts(document); });
-  document.addEventListener("htmx:afterSettle", function (event) { mountCharts(event.target); });
+  document.addEventListener("DOMContentLoaded", function () {
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    anchor = id ? document.getElementById(id) : null;
+    mountCharts(document);
+  });
+  document.addEventListener("htmx:afterSettle", function (event) {
+    mountCharts(event.target);
+    keepAnchor();
+  });
 })();

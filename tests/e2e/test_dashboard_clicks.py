@@ -1,0 +1,87 @@
+"""Clicks on the dashboard land where they say (issue 27, items 6 and 10): a throughput bar under
+the failure-rate line still opens its requests, the overview's cost link lands on the cost
+chart, and each stage timing's figure opens the requests that took at least that long."""
+
+import re
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import pytest
+from builders import T0
+from playwright.sync_api import expect
+
+from ledgerfacts.timestamps import now_ms
+
+pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
+H = 3_600_000
+MINUTE = 60_000
+WINDOW = urlencode({"since": T0, "until": T0 + H})
+
+
+def settle(page) -> None:
+    """Plotly listens on a layer above the bars: act once the responsive layout has settled."""
+    page.wait_for_load_state("networkidle")
+    page.wait_for_timeout(300)
+
+
+def listed_count(ledger, url: str) -> int:
+    """The requests a throughput link selects, counted by SQL on the ledger."""
+    query = {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
+    (n,) = ledger.conn.execute(
+        "SELECT count(*) FROM nexus_requests WHERE started_at >= ? AND started_at < ?"
+        " AND status = ?",
+        (int(query["since"]), int(query["until"]), query["status"]),
+    ).fetchone()
+    return n
+
+
+def test_a_click_on_a_throughput_bar_under_the_failure_rate_line_opens_its_requests(
+    page, live_server, viewer, ledger, sign_in
+):
+    # Four one-minute buckets of forty requests; the failure rate's markers (10 %, 15 %, 5 %,
+    # 2.5 % on an axis up to 20 %) sit inside the bars.
+    for minute, failed in enumerate((4, 6, 2, 1)):
+        for i in range(40):
+            ledger.request(
+                id=f"M{minute}-{i}",
+                started_at=T0 + minute * MINUTE + i,
+                status="failed" if i < failed else "completed",
+                error_stage="runAgent" if i < failed else None,
+                stage="runAgent" if i < failed else "finalize",
+            )
+    sign_in("vera", next_url=f"/pipeline/?{WINDOW}")
+    markers = page.locator("#chart-throughput .scatterlayer .point")
+    expect(markers).to_have_count(4)
+    for n in range(4):
+        settle(page)
+        box = markers.nth(n).bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.mouse.down()
+        page.mouse.up()
+        expect(page).to_have_url(re.compile(r"/pipeline/requests/\?.*status="))
+        expected = listed_count(ledger, page.url)
+        assert expected > 0
+        rows = page.locator("table.requests tbody tr")
+        expect(rows).to_have_count(expected)
+        expect(page.get_by_text(f"{expected} request{'s' if expected > 1 else ''}")).to_be_visible()
+        page.go_back()
+        expect(markers).to_have_count(4)
+
+
+def test_the_overviews_cost_link_lands_on_the_cost_chart(
+    page, live_server, viewer, ledger, sign_in
+):
+    now = now_ms()
+    for i in range(30):  # enough requests for every chart above the cost chart to draw
+        ledger.request(id=f"G{i}", started_at=now - 3 * H + i * 60_000, agent_model="gpt-5",
+                       agent_tokens_prompt=6_000, agent_tokens_completion=400,
+                       agent_tokens_total=6_400, stage_timings='{"runAgent": 1200}',
+                       status="failed" if i % 7 == 0 else "completed",
+                       error_stage="runAgent" if i % 7 == 0 else None)  # fmt: skip
+    sign_in("vera")
+    page.locator(".cost a").first.click()
+    expect(page).to_have_url(re.compile(r"/pipeline/\?window=24h#chart-cost$"))
+    expect(page.locator("#chart-cost .main-svg").first).to_be_visible()
+    settle(page)
+    # The cost chart on screen once every card above it has drawn, not the page's head.
+    expect(page.locator("#chart-cost h2")).to_be_in_viewport()
+    expect(page.locator("#chart-cost .main-svg").first).to_be_in_viewport(ratio=0.9)
