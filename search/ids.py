@@ -84,12 +84,27 @@ def find(text: str) -> list[Jump]:
     return jumps
 
 
-def failure_turn_ids(session_id: str, limit: int) -> list[str]:
-    """A session's failed turns and turns with a failed tool call, oldest first."""
+def one_place(jumps: list[Jump]) -> str | None:
+    """The one page an id leads to, if it leads to one: a single row, or rows shown on the same
+    page, such as an imported turn and its prompt's message, named alike (then the most precise
+    place: the turn at that message)."""
+    urls = {jump.url for jump in jumps if jump.url}
+    pages = {url.partition("#")[0] for url in urls}
+    if len(pages) != 1:
+        return None
+    (page,) = pages
+    anchored = urls - {page}
+    return anchored.pop() if len(anchored) == 1 else page if not anchored else None
+
+
+def failure_turn_ids(session_id: str, limit: int) -> list[tuple[str, str]]:
+    """A session's failures, oldest first: (turn id, "turn") for a failed turn, (turn id, "tool
+    call") for a turn that did not fail but has a failed tool call."""
     found = sqlite.rows(
-        "SELECT id, started_at FROM turns WHERE session_id = %s AND status = 'failed' "
-        "UNION SELECT t.id, t.started_at FROM turns t JOIN tool_calls c ON c.turn_id = t.id "
-        "WHERE t.session_id = %s AND c.status = 'failed' ORDER BY 2, 1 LIMIT %s",
+        "SELECT id, started_at, 'turn' FROM turns WHERE session_id = %s AND status = 'failed' "
+        "UNION SELECT t.id, t.started_at, 'tool call' FROM turns t "
+        "JOIN tool_calls c ON c.turn_id = t.id WHERE t.session_id = %s AND c.status = 'failed' "
+        "AND COALESCE(t.status, '') <> 'failed' ORDER BY 2, 1 LIMIT %s",
         [session_id, session_id, limit],
     )
-    return [str(row[0]) for row in found]
+    return [(str(row[0]), row[2]) for row in found]

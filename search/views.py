@@ -105,9 +105,8 @@ def _page_link(raw: str) -> int:
 def search(request: HttpRequest) -> HttpResponse:
     form = SearchForm.from_query(request.GET)
     jumps = ids.find(form.q) if form.q else []
-    reachable = [jump for jump in jumps if jump.url]
     # A page (not the twin) with one place to go goes there: nothing is searched.
-    only_jump = reachable[0].url if len(reachable) == 1 and form.before is None else None
+    only_jump = ids.one_place(jumps) if form.before is None else None
     ctx = {"form": form, "jumps": jumps, "kinds": KIND_LABELS, "windows": WINDOWS}
     return respond(
         request,
@@ -177,6 +176,8 @@ def _results(form: SearchForm) -> dict:
     except (engine.QueryTooSlow, LedgerQueryTimeout):
         return {"query_error": "That search took too long: add a word or a filter to narrow it."}
     cap = indexer.COUNT_CAP
+    if form.before is None and not page.hits and page.next_cursor is None:
+        total = 0  # every row with the phrase's words was checked: none holds the phrase
     return {
         "page": page,
         "total": min(total, cap),
@@ -184,7 +185,7 @@ def _results(form: SearchForm) -> dict:
         "count_carried": min(total, cap + 1),
         # The index counts rows with all of a phrase's words: at most that many match (and rows
         # over 64 KB past the count's cap are counted undecided).
-        "total_at_most": upper,
+        "total_at_most": upper and total > 0,
     }
 
 
@@ -197,9 +198,13 @@ def find_in_session(request: HttpRequest, session_id: str) -> JsonResponse:
     """For the session page's find box: the turns of this session that match `q` (oldest
     first), and with ?failures=1 its failures (failed turns, turns with a failed tool call)."""
     q = request.GET.get("q", "").strip()
-    answer = {"turn_ids": [], "error": None, "failures": []}
+    answer = {"turn_ids": [], "error": None, "failures": [], "failure_kinds": []}
     if request.GET.get("failures") == "1":
-        answer["failures"] = ids.failure_turn_ids(session_id, FIND_LIMIT)
+        # What each failure is, so the walk can say what it counts beside the page's "N failed
+        # turns" (a turn that completed with a failed tool call is a failure it walks too).
+        failures = ids.failure_turn_ids(session_id, FIND_LIMIT)
+        answer["failures"] = [turn_id for turn_id, _ in failures]
+        answer["failure_kinds"] = [kind for _, kind in failures]
     if q and (unindexable := _index_status().get("unindexable")):
         answer["error"] = str(unindexable)
     elif q:

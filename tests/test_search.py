@@ -257,6 +257,36 @@ def test_an_id_shared_by_several_rows_lists_them(viewer_client, ledger):
     assert page.status_code == 200 and b'href="/pipeline/requests/R2/"' in page.content
 
 
+def test_an_id_of_a_turn_and_of_its_message_opens_the_turn_at_that_message(viewer_client, ledger):
+    """Imported transcripts name a turn after its prompt's message: the same id, one place."""
+    t = ledger.turn(ledger.session(id="S1"), id="same-uuid")
+    ledger.message(t, 1, id="same-uuid", content="Please prune the stale branches")
+    response = viewer_client.get(URL, {"q": "same-uuid"})
+    assert response.status_code == 302
+    assert response["Location"] == "/sessions/S1/turns/same-uuid/#message-same-uuid"
+
+
+def test_an_id_naming_rows_on_two_pages_lists_them_without_saying_nothing_matches(
+    viewer_client, ledger
+):
+    ledger.session(id="twin")
+    ledger.request(id="twin")
+    page = viewer_client.get(URL, {"q": "twin"}).content.decode()
+    assert "is an id" in page and 'href="/sessions/twin/"' in page
+    assert "Nothing matches" not in page
+    assert "No text in the ledger holds it." in page
+
+
+def test_a_phrase_no_row_holds_says_nothing_matches_without_an_upper_bound(viewer_client, ledger):
+    t = ledger.turn(ledger.session(id="S1"), id="T1")
+    ledger.message(t, 1, id="M1", content="the branch was deleted")
+    ledger.message(t, 2, id="M2", content="was the branch deleted?")
+    data = search(viewer_client, '"deleted the branch"')
+    assert data["count"] == 0 and not data["count_is_upper_bound"] and hits(data) == []
+    page = viewer_client.get(URL, {"q": '"deleted the branch"'}).content.decode()
+    assert "Nothing matches" in page and "Up to" not in page
+
+
 # -- Filters and bad input -------------------------------------------------------------------------
 
 
@@ -413,7 +443,9 @@ def test_find_in_session_names_matching_turns_and_failures(viewer_client, ledger
     )
     url = form.get("data-find-url")
     assert viewer_client.get(url, {"q": "kumquat"}).json()["turn_ids"] == ["T1", "T3"]
-    assert viewer_client.get(url, {"failures": "1"}).json()["failures"] == ["T2", "T3"]
+    failures = viewer_client.get(url, {"failures": "1"}).json()
+    assert failures["failures"] == ["T2", "T3"]
+    assert failures["failure_kinds"] == ["turn", "tool call"]  # T3 completed, a call failed
     assert "not closed" in viewer_client.get(url, {"q": '"kumquat'}).json()["error"]
     turn_url = form.get("data-turn-url").replace("TURN-ID-PLACEHOLDER", "T3")
     assert viewer_client.get(turn_url, {"find": "kumquat"}).status_code == 200
