@@ -139,10 +139,23 @@ def tree_page(
     for line, entry in enumerate(shown[start : start + per_page], start=start + 1):
         gutter = gutters.of(entry)
         if isinstance(entry, Fold):
-            items.append(TreeItem(gutter, line, fold=entry))
+            # The folded line walks as its first turn would: h to the turn above it, l into it,
+            # ] to the next branch beside it.
+            first = entry.first
+            parent = _parent_row(layout, first)
+            items.append(
+                TreeItem(
+                    gutter,
+                    line,
+                    fold=entry,
+                    parent_id=parent.node.id if parent and not first.is_root else "",
+                    first_child_id=first.node.id,
+                    next_sibling_id=_next_sibling_of(first, parent, next_sibling),
+                )
+            )
             continue
         row, turn = entry, entry.node.data
-        parent = layout.by_id.get(turn.parent_turn_id) if turn.parent_turn_id else None
+        parent = _parent_row(layout, row)
         items.append(
             TreeItem(
                 gutter,
@@ -251,6 +264,11 @@ def _marked_turns(session_tree: SessionTree) -> dict[str, tuple[str, ...]]:
     return marked
 
 
+def _parent_row(layout: Layout, row: Row) -> Row | None:
+    parent_id = row.node.data.parent_turn_id
+    return layout.by_id.get(parent_id) if parent_id else None
+
+
 def branch_label(row: Row, alternatives: dict[str, Alternative]) -> str:
     """What a branch point's children are: answers to one prompt (regenerations, retries), or
     branches (an edited prompt makes a branch of its own)."""
@@ -262,20 +280,27 @@ def branch_label(row: Row, alternatives: dict[str, Alternative]) -> str:
 
 
 def _next_siblings(layout: Layout) -> dict[str, str]:
-    """Each turn's next sibling branch, wrapping round to the first: one pass over the tree, not
-    a search of the siblings per row (a root with 5,000 children would make that quadratic)."""
+    """Each turn's next branch: its next sibling, wrapping round to the first; a turn without
+    siblings (in a straight stretch, or a folded one) the next branch beside the nearest turn
+    above it that has siblings. One pass in tree order (a parent's line comes before its
+    children's), not a search of the siblings per row (a root with 5,000 children would make
+    that quadratic)."""
     following = {}
     for row in layout.rows:
         kids = row.child_ids
         if len(kids) > 1:
             for kid, after in zip(kids, kids[1:] + kids[:1], strict=True):
                 following[kid] = after
+        elif kids and row.node.id in following:
+            following[kids[0]] = following[row.node.id]
     return following
 
 
 def _next_sibling_of(row: Row, parent: Row | None, following: dict[str, str]) -> str:
-    if parent is None or len(parent.child_ids) < 2:
+    if parent is None:
         return ""
+    if len(parent.child_ids) < 2:
+        return following.get(row.node.id, "")  # the next branch beside its stretch
     # A turn cut loose from its parent (a broken cycle) is not among the parent's children:
     # "next branch" then goes to the parent's first child.
     return following.get(row.node.id, parent.child_ids[0])

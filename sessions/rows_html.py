@@ -76,7 +76,9 @@ def _fold(item: TreeItem, gutter_svg: str) -> str:
     unfold = escape(f"?unfold=all&at={quote(long_values.for_link(first_id), safe='')}")
     return (
         f'<a class="tree-row fold" href="{unfold}#turn-{escape(first_id)}" hx-get="{unfold}" '
-        f'hx-target="#tree" hx-push-url="true" data-line="{item.line}">{gutter_svg}'
+        f'hx-target="#tree" hx-push-url="true" data-line="{item.line}" '
+        f'data-parent="{escape(item.parent_id)}" data-child="{escape(item.first_child_id)}" '
+        f'data-sibling="{escape(item.next_sibling_id)}">{gutter_svg}'
         f'<span class="preview muted">··· {len(item.fold):,} turns in a straight line'
         f" — unfold</span></a>"
     )

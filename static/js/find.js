@@ -5,7 +5,7 @@
 // ?find= so the walk goes on from there.
 (function () {
   "use strict";
-  var found = { match: [], failure: null };
+  var found = { match: [], failure: null, failureKinds: [] };
   var position = { match: -1, failure: -1 };
 
   function form() { return document.querySelector("form.find-in-session"); }
@@ -41,8 +41,9 @@
     if (!ids || !ids.length) { say(kind === "failure" ? "No failures in this session." : "No matches."); return; }
     position[kind] = (position[kind] + step + ids.length) % ids.length;
     var id = ids[position[kind]], row = rowOf(id);
-    say((kind === "failure" ? "failure " : "match ") + (position[kind] + 1) + " of " + ids.length +
-        (kind === "failure" ? " · f / F" : " · n / N"));
+    say(kind === "failure"
+      ? "failure " + (position[kind] + 1) + " of " + ids.length + " (" + failureCounts() + ") · f / F"
+      : "match " + (position[kind] + 1) + " of " + ids.length + " · n / N");
     if (row) {
       row.click();  // opens the turn's panel, as a click would
       row.scrollIntoView({ block: "center" });
@@ -53,10 +54,22 @@
     window.location.href = url + (q ? "?find=" + encodeURIComponent(q) : "");
   }
 
+  // What f walks, said beside the page's "N failed turns": failed turns, and turns that
+  // completed with a failed tool call.
+  function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
+  function failureCounts() {
+    var turns = found.failureKinds.filter(function (kind) { return kind === "turn"; }).length;
+    var calls = found.failureKinds.length - turns;
+    if (!calls) return plural(turns, "failed turn");
+    var withCall = plural(calls, "turn") + " with a failed tool call";
+    return turns ? plural(turns, "failed turn") + ", " + withCall : withCall;
+  }
+
   function walkFailures(step) {
     if (found.failure) { walk("failure", step); return; }
     ask({ failures: "1" }).then(function (answer) {
-      found.failure = answer.failures; mark(); walk("failure", step);
+      found.failure = answer.failures; found.failureKinds = answer.failure_kinds || [];
+      mark(); walk("failure", step);
     });
   }
 

@@ -68,4 +68,4 @@ def test_find_in_a_session_marks_and_walks_matches_and_failures(
     expect(page.locator("#turn-T1")).to_have_class(re.compile("selected"))
     page.keyboard.press("f")
     expect(page.locator("#turn-T2")).to_have_class(re.compile("selected"))
-    expect(page.locator(".find-status")).to_have_text("failure 1 of 1 · f / F")
+    expect(page.locator(".find-status")).to_have_text("failure 1 of 1 (1 failed turn) · f / F")

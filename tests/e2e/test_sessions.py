@@ -159,6 +159,58 @@ def test_h_into_a_folded_stretch_keeps_the_place_through_a_reload(
     expect(page).to_have_url(re.compile(r"/sessions/S1/turns/T17/$"))
 
 
+def test_h_l_and_bracket_on_a_folded_stretch_move_from_it(
+    page, live_server, viewer, long_straight, ledger, sign_in
+):
+    """The folded line stands for its turns (T02 to T18): h goes to the turn above it, l into it
+    (its first turn, unfolded), ] to the next branch beside the stretch's."""
+    sign_in("vera", next_url="/sessions/S1/")
+    for key, lands_on, in_view in (("h", "T01", True), ("]", "T-side-00", True),
+                                   ("l", "T02", False)):  # fmt: skip
+        page.goto(f"{live_server.url}/sessions/S1/")
+        fold = page.locator(".tree-row.fold")
+        expect(fold).to_contain_text("17 turns in a straight line")
+        page.keyboard.press("k")  # T19
+        page.keyboard.press("k")  # the folded stretch
+        expect(fold).to_have_class(re.compile("cursor"))
+        page.keyboard.press(key)
+        if not in_view:  # its own address: the tree opens around it, unfolded
+            expect(page).to_have_url(re.compile(rf"/sessions/S1/turns/{lands_on}/$"))
+        expect(page.locator(f"#turn-{lands_on}")).to_have_class(re.compile("cursor"))
+        expect(page.locator(".tree-row.cursor")).to_have_count(1)
+
+
+def test_bracket_in_a_straight_stretch_goes_to_the_next_branch_beside_it(
+    page, live_server, viewer, long_straight, sign_in
+):
+    sign_in("vera", next_url="/sessions/S1/")
+    expect(page.locator("#turn-T20")).to_have_class(re.compile("cursor"))
+    page.keyboard.press("]")  # T20 has no sibling: the branch beside T01, whose stretch it ends
+    expect(page.locator("#turn-T-side-00")).to_have_class(re.compile("cursor"))
+    expect(page.locator("#turn-T20")).not_to_have_class(re.compile("cursor"))
+
+
+def test_f_says_what_it_counts_beside_the_failed_turns_pill(
+    page, live_server, viewer, ledger, sign_in
+):
+    s = ledger.session(id="S1", label="Some failures")
+    root = ledger.turn(s, id="T1", started_at=T0, status="failed")
+    ok = ledger.turn(s, root, id="T2", started_at=T0 + 1)
+    ledger.tool_call(ok, 1, status="failed", error="disk full")  # the turn went on and completed
+    head = ledger.turn(s, ok, id="T3", started_at=T0 + 2, status="failed")
+    ledger.set_head(s, root, head)
+    sign_in("vera", next_url="/sessions/S1/")
+    expect(page.get_by_role("link", name="2 failed turns →")).to_be_visible()
+    page.keyboard.press("f")
+    status = page.locator(".find-status")
+    expect(status).to_have_text(
+        "failure 1 of 3 (2 failed turns, 1 turn with a failed tool call) · f / F"
+    )
+    page.keyboard.press("f")
+    expect(page.locator("#turn-T2")).to_have_class(re.compile("selected"))
+    expect(page.locator("#panel")).to_contain_text("disk full")
+
+
 PHONE = {"width": 390, "height": 844}
 
 
