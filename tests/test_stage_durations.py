@@ -149,9 +149,7 @@ def test_the_chart_bars_and_the_table_carry_the_same_links(viewer_client, timed)
             assert f"({stage['links'][key]['requests']})" in page
 
 
-def test_slowest_first_walks_every_request_once_in_order(
-    viewer_client, timed, hours, monkeypatch
-):
+def test_slowest_first_walks_every_request_once_in_order(viewer_client, timed, hours, monkeypatch):
     monkeypatch.setattr(listing, "PAGE_SIZE", 7)
     truth = timings_of(timed, "runAgent")
     requests, first = listed(viewer_client, list_url(timing="runAgent", order="slowest"))
