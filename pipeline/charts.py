@@ -411,7 +411,8 @@ def stage_timings(f: DashboardFilters) -> ChartResult:
     names = labels(s["stage"] + ("" if s["known"] else " (unknown)") for s in stats)
     for s, name in zip(stats, names, strict=True):
         s["label"] = name
-    timing_axis = {"type": "log", "title": {"text": "duration (ms, log scale)"},
+    # A short title: on a phone's short plot a longer one ran past the plot's edge.
+    timing_axis = {"type": "log", "title": {"text": "duration (log scale)"},
                    "ticksuffix": " ms", "automargin": True}  # fmt: skip
     bars = [
         {"type": "bar", "name": label, "x": names, "y": [s[key] for s in stats],

@@ -38,6 +38,9 @@
       // On a phone Plotly's toolbar (zoom, pan, download) covers the legend above the plot, and
       // a tap on the chart shows it: there, no toolbar.
       var narrow = window.matchMedia("(max-width: 700px)").matches;
+      // On a phone, category names turned upright take most of a 300 px chart: give the plot
+      // itself room (the principals' bars were 60 px tall).
+      if (narrow && figure.layout) figure.layout.height = Math.max(figure.layout.height || 300, 420);
       var config = Object.assign(
         { responsive: true, displaylogo: false, displayModeBar: narrow ? false : "hover" },
         figure.config || {}
@@ -54,6 +57,20 @@
       });
     });
   }
+
+  // htmx keeps a copy of the page for the back button, written out as HTML: styles set from
+  // script (the session tree's fitted height) came back in it as style attributes, which the
+  // CSP refuses (a console error, seen on the next page too, and the tree lost its height).
+  // They are left out of the copy and put back at once (through the CSSOM, which the CSP
+  // allows); a restored page sets its own again (htmx:historyRestore).
+  document.addEventListener("htmx:beforeHistorySave", function (event) {
+    var styled = Array.prototype.slice.call(event.detail.historyElt.querySelectorAll("[style]"));
+    var kept = styled.map(function (element) { return element.getAttribute("style"); });
+    styled.forEach(function (element) { element.removeAttribute("style"); });
+    Promise.resolve().then(function () {
+      styled.forEach(function (element, i) { element.style.cssText = kept[i]; });
+    });
+  });
 
   document.addEventListener("click", function (event) {
     var button = event.target.closest("[data-copy]");

@@ -377,6 +377,16 @@
     var tree = document.querySelector(".tree");
     if (tree) showStart(tree);
   });
+  // Back or forward to a turn htmx kept a copy of: the copy holds no styles (ledgerweb.js), and
+  // was taken as the next row was clicked, so its selected row is the one the panel shows.
+  document.addEventListener("htmx:historyRestore", function () {
+    var tree = document.querySelector(".tree");
+    if (!tree) return;
+    var head = document.querySelector("#panel [data-panel-turn]");
+    var row = head && rowOf(tree, head.dataset.panelTurn);
+    if (row) select(row);
+    showStart(tree);
+  });
   // (Un)folding swaps the whole tree in; so do the earlier/later links, after which the cursor
   // goes to the line next to where it was (see step).
   document.addEventListener("htmx:afterSettle", function (event) {

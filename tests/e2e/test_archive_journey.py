@@ -86,3 +86,24 @@ def test_archive_idle_previews_each_session_then_keeps_last_activity_and_restore
     row = page.locator("#result_list tr", has_text="TWIN-A")
     expect(row.locator("td.field-last_activity .idle")).to_contain_text("1\xa0month")
     assert last_activity(ledger) == before
+
+
+def test_on_a_phone_the_archive_preview_and_its_confirmation_fit_the_screen(
+    page, live_server, operator, ledger, sign_in
+):
+    for i in range(3):
+        ledger.session(id=f"01M64SHN3FHPPAQ34SNX0N1Z9{i}", label="#weekly-discussion in Paper Club",
+                       updated_at=now_ms() - (40 + i) * DAY)  # fmt: skip
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in("otto", next_url="/admin/conversations/session/archive-idle/?days=30")
+    rows = page.locator("table.session-preview tbody tr")
+    expect(rows).to_have_count(3)
+    expect(rows.first).to_contain_text("01M64SHN3FHPPAQ34SNX0N1Z92")
+    expect(rows.first).to_contain_text("1\xa0month")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.goto(live_server.url + "/admin/conversations/session/?status__exact=active")
+    page.locator("#action-toggle").check()
+    page.select_option("select[name=action]", "archive")
+    page.get_by_role("button", name=re.compile("Run|Go")).click()
+    expect(page.locator("table.session-preview tbody tr")).to_have_count(3)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390

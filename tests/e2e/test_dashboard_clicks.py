@@ -85,3 +85,52 @@ def test_the_overviews_cost_link_lands_on_the_cost_chart(
     # The cost chart on screen once every card above it has drawn, not the page's head.
     expect(page.locator("#chart-cost h2")).to_be_in_viewport()
     expect(page.locator("#chart-cost .main-svg").first).to_be_in_viewport(ratio=0.9)
+
+
+@pytest.fixture
+def busy_window(ledger):
+    """Requests a phone has trouble with: long principal ids, long error messages, many
+    hooks, stage timings."""
+    for i in range(60):
+        failed = i % 5 == 0
+        ledger.request(
+            id=f"B{i:02d}",
+            started_at=T0 + i * 50_000,
+            principal_id=f"ent_{i % 9:02d}KH8DPRB1X4HJEEN3XYZ",
+            status="failed" if failed else "completed",
+            stage="runAgent" if failed else "finalize",
+            error_stage="runAgent" if failed else None,
+            error_message=f"Tool crashed: run_terminal_command_v2 killed by SIGKILL ({i} MB)"
+            if failed
+            else None,
+            stage_timings=f'{{"receiveEvent": {i % 7 + 1}, "runAgent": {1000 + i * 37}}}',
+            hooks_matched=f'["calendar-invite-parser-{i % 4}"]',
+            hooks_fired=f'["calendar-invite-parser-{i % 4}"]',
+            hooks_handled=1,
+        )
+    return ledger
+
+
+def test_on_a_phone_the_dashboards_tables_and_plots_have_room(
+    page, live_server, viewer, busy_window, sign_in
+):
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in("vera", next_url=f"/pipeline/?{WINDOW}")
+    expect(page.locator("#chart-stage-timings table")).to_be_visible()
+    expect(page.locator("#chart-hooks table")).to_be_visible()
+    settle(page)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    # A table row wraps its figures under its first cell: an error's words run the card's width.
+    error = page.locator("#chart-failures table.signatures td code").first
+    assert error.bounding_box()["width"] > 250
+    figure = page.locator("#chart-stage-timings table td[data-label=p95] a").first
+    expect(figure).to_be_visible()
+    # Each plot keeps room for its bars, and no axis title runs past its chart's edge.
+    for chart in page.locator(".chart .main-svg:first-child").all():
+        svg = chart.bounding_box()
+        plot = chart.locator(".nsewdrag").first.bounding_box()
+        assert plot["height"] >= 150, (chart, plot)
+        for title in chart.locator(".g-xtitle text, .g-ytitle text, .g-y2title text").all():
+            box = title.bounding_box()
+            assert svg["y"] <= box["y"] and box["y"] + box["height"] <= svg["y"] + svg["height"]
+            assert svg["x"] <= box["x"] and box["x"] + box["width"] <= svg["x"] + svg["width"]

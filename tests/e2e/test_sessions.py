@@ -211,6 +211,30 @@ def test_f_says_what_it_counts_beside_the_failed_turns_pill(
     expect(page.locator("#panel")).to_contain_text("disk full")
 
 
+def test_back_and_forward_through_opened_turns_keep_the_tree_fitted_without_a_csp_error(
+    page, live_server, viewer, long_straight, sign_in
+):
+    """htmx keeps a copy of the page for the back button: the tree's fitted height, set from
+    script, came back in it as a style attribute, which the CSP refused (a console error, seen
+    on the next page too) and the tree lost its height. The page fixture fails on any CSP
+    violation."""
+    sign_in("vera", next_url="/sessions/S1/")
+    tree = page.locator(".tree")
+    fitted = tree.evaluate("t => t.style.maxHeight")
+    assert fitted.endswith("px")
+    for turn in ("T19", "T20", "T-root"):
+        page.locator(f"#turn-{turn}").click()
+        expect(page).to_have_url(re.compile(rf"/turns/{turn}/$"))
+    for turn in ("T20", "T19"):
+        page.go_back()
+        expect(page).to_have_url(re.compile(rf"/turns/{turn}/$"))
+        expect(page.locator(f"#turn-{turn}")).to_have_class(re.compile("selected"))
+        assert tree.evaluate("t => t.style.maxHeight") == fitted
+    page.go_forward()
+    expect(page).to_have_url(re.compile(r"/turns/T20/$"))
+    assert tree.evaluate("t => t.style.maxHeight") == fitted
+
+
 PHONE = {"width": 390, "height": 844}
 
 
