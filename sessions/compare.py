@@ -21,7 +21,11 @@ from sessions.thread import ancestor_path
 
 RESPONSE_CHARS = 20_000
 EDGE_TURNS = 25  # turns shown at each end of a side's path
-SIMILAR_ENOUGH = 0.3  # below this share of common words, a word diff is noise
+# Below this share of words in common passages, a word diff is noise. A passage is a run of at
+# least MIN_RUN words: single common words (the, and, in the) match anywhere in two unrelated
+# answers and made their diff a speckle of struck and underlined words.
+SIMILAR_ENOUGH = 0.3
+MIN_RUN = 3
 NO_SUCH_TURN = "no such turn in this session"
 
 
@@ -161,7 +165,8 @@ def add_word_diff(a: Response, b: Response) -> None:
     if not words_a or not words_b or a.text == b.text:
         return
     matcher = SequenceMatcher(None, words_a, words_b, autojunk=False)
-    if matcher.ratio() < SIMILAR_ENOUGH:
+    in_passages = sum(b.size for b in matcher.get_matching_blocks() if b.size >= MIN_RUN)
+    if 2 * in_passages / (len(words_a) + len(words_b)) < SIMILAR_ENOUGH:
         return
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":

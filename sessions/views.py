@@ -493,7 +493,8 @@ def _json_ready(items) -> dict:
 def compare(request: HttpRequest, session_id: str) -> HttpResponse:
     session = _get_session(session_id)
     a, b = strict(request.GET, "a", exact, ""), strict(request.GET, "b", exact, "")
-    result = comparing.compare(session, a, b) if a and b else None
+    # A turn against itself is no comparison: the page says so and offers the others.
+    result = comparing.compare(session, a, b) if a and b and a != b else None
     return respond(
         request,
         page=lambda: _compare_page(request, session, a, b, result),
@@ -508,6 +509,7 @@ def _compare_twin(request: HttpRequest, session: Session, a: str, b: str, result
         return {
             "a": a or None,
             "b": b or None,
+            "same_turn": bool(a) and a == b,  # A against itself: another B is to be chosen
             "choose": pick,
             "candidates": [
                 {
@@ -527,7 +529,7 @@ def _compare_twin(request: HttpRequest, session: Session, a: str, b: str, result
 
 
 def _compare_page(request: HttpRequest, session: Session, a: str, b: str, result):
-    ctx = {"session": session, "a": a, "b": b, "result": result}
+    ctx = {"session": session, "a": a, "b": b, "result": result, "same_turn": bool(a) and a == b}
     if result is None:
         # "Compare with…": the session's leaves and branch points, to pick without typing ids.
         ctx["pick"] = "b" if a else "a"

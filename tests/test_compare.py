@@ -65,6 +65,44 @@ def test_each_side_has_its_totals(viewer_client, regenerated):
     assert data["fork_point"]["id"] == "T1"
 
 
+def test_a_turn_compared_with_itself_is_said_to_be_the_same_turn(viewer_client, regenerated):
+    page = viewer_client.get("/sessions/S1/compare/?a=A1&b=A1").content.decode()
+    parse_html(page)
+    assert "A and B are the same turn, <code>A1</code>: choose another turn for B." in page
+    assert "compare-side" not in page and "Common ancestor" not in page
+    picks = re.findall(r'<li><a href="([^"]+)"><code>([^<]+)</code>', page)
+    assert [turn_id for _, turn_id in picks] == ["B1", "T1"]  # A1 itself is not offered
+    answer = viewer_client.get("/sessions/S1/compare/?a=A1&b=A1&format=json").json()
+    assert answer["same_turn"] and answer["choose"] == "b"
+    assert [c["id"] for c in answer["candidates"]] == ["B1", "T1"]
+
+
+UNRELATED_A = (
+    "The migration adds a nullable column to the sessions table, backfills it in batches of ten"
+    " thousand rows, and only then makes it required, so the lock is never held for long."
+)
+UNRELATED_B = (
+    "Paris in the spring is lovely: take the train from the airport to the city, walk along the"
+    " river in the morning, and book the museum of the day before you go."
+)
+
+
+def test_unrelated_answers_are_said_to_differ_throughout_not_diffed(viewer_client, ledger):
+    """Common words (the, and, in the) matched here and there made a diff of mostly noise."""
+    s = ledger.session(id="S1")
+    root = ledger.turn(s, id="T1", started_at=T0)
+    for turn_id, answer in (("A1", UNRELATED_A), ("B1", UNRELATED_B)):
+        turn = ledger.turn(s, root, id=turn_id, started_at=T0 + 10)
+        ledger.message(turn, 1, content="Tell me something")
+        ledger.message(turn, 2, role="assistant", content=answer)
+    ledger.set_head(s, root, turn)
+    page = viewer_client.get("/sessions/S1/compare/?a=A1&b=B1").content.decode()
+    a, b = re.findall(r'<div class="compare-answer">(.*?)</div>', page, re.S)
+    assert "<del>" not in a and "<ins>" not in b
+    assert html.unescape(a) == UNRELATED_A and html.unescape(b) == UNRELATED_B
+    assert "The two answers differ throughout" in page
+
+
 @pytest.mark.parametrize("other", ["ghost", "X1"])
 def test_an_unknown_or_foreign_turn_is_no_such_turn_in_this_session(
     viewer_client, regenerated, ledger, other

@@ -50,3 +50,14 @@ def test_compare_with_lists_the_branches_to_pick_from(page, live_server, viewer,
     page.locator(".pick-list a", has_text=b).click()
     expect(page).to_have_url(re.compile(rf"\?a={a}&b={b}$"))
     expect(page.locator(".compare-answer")).to_have_count(2)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_two_turn_fields_are_as_wide_as_each_other(
+    page, live_server, viewer, convo, sign_in, width
+):
+    page.set_viewport_size({"width": width, "height": 900})
+    sign_in("vera", next_url=f"/sessions/{convo.session['id']}/compare/")
+    a, b = page.locator("#cmp-a").bounding_box(), page.locator("#cmp-b").bounding_box()
+    assert abs(a["width"] - b["width"]) < 1 and a["width"] > 150  # (sub-pixel rounding)
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
