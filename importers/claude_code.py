@@ -32,6 +32,7 @@ from importers.jsonl import (
 )
 from importers.naming import label_from, main_routing_key
 from importers.times import KEPT_ORDER, TurnOrder, zoned_iso_ms
+from ledgerfacts.commands import as_typed
 
 FORMAT = "claude-code"
 PERSONA = "claude-code"
@@ -45,7 +46,6 @@ NOT_CONVERSATION = {"file-history-snapshot", "queue-operation", "progress", "cus
 SUBAGENT_TOOLS = {"Task", "Agent"}  # the tool that spawns a subagent (renamed Agent lately)
 INTERRUPTION = "[Request interrupted by user"
 AGENT_ID_IN_RESULT = re.compile(r"agentId: ?([\w@.-]+)")
-COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.S)
 
 
 def read(paths: list[Path], report: ImportReport) -> Iterator[SessionBundle]:
@@ -283,11 +283,8 @@ def _label(summaries: list[dict], main: list[Entry]) -> str | None:
     first_prompt = next((e for e in main if e.is_prompt), None)
     if first_prompt is None:
         return None
-    # A slash command is written as tags: "<command-name>/init</command-name>…"
-    command = COMMAND_NAME.search(first_prompt.text)
-    if command:
-        return label_from("/" + command.group(1).strip().lstrip("/"))
-    return label_from(first_prompt.text)
+    # A slash command is written as tags: its label is the command as typed, with its arguments.
+    return label_from(as_typed(first_prompt.text) or first_prompt.text)
 
 
 # ----- the turn tree --------------------------------------------------------------------------
@@ -591,6 +588,10 @@ def _api_error(turn: TurnBuild) -> bool:
 
 # Anthropic's usage splits input three ways; all three are billed input (at different rates).
 INPUT_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+# A usage of zeros everywhere measured no model call: the turn's tokens are unknown, not 0.
+USAGE_KEYS = (*INPUT_KEYS, "output_tokens")
+# The model Claude Code names on answers it writes itself ("No response requested.").
+SYNTHETIC = "<synthetic>"
 
 
 def _usage(turn: TurnBuild) -> tuple[int | None, int | None, str | None]:
@@ -615,10 +616,12 @@ def _responses(turn: TurnBuild) -> tuple[list[dict], str | None]:
         if entry.type != "assistant":
             continue
         message = entry.message
-        if isinstance(message.get("model"), str) and message["model"] != "<synthetic>":
+        if message.get("model") == SYNTHETIC:
+            continue  # Claude Code's own stand-in answer: no model call, its usage all zeros
+        if isinstance(message.get("model"), str):
             model = message["model"]
         usage = message.get("usage")
-        if isinstance(usage, dict):
+        if isinstance(usage, dict) and any(int_or_zero(usage.get(k)) for k in USAGE_KEYS):
             responses[message.get("id") or entry.uuid] = usage
     return list(responses.values()), model
 

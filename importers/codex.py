@@ -503,6 +503,11 @@ class _Rollout:
         last = (
             info.get("last_token_usage") if isinstance(info.get("last_token_usage"), dict) else {}
         )
+        if last.get("input_tokens") == 0:
+            # A model call always reads its input: a count of 0 measured none (Codex writes
+            # such placeholders). The turn's tokens stay unknown rather than 0.
+            self.report.unmapped("Codex token counts of 0 (no model call measured)")
+            return
         total = info.get("total_token_usage")
         turn = self.current
         if isinstance(last.get("input_tokens"), int):

@@ -13,6 +13,8 @@ from html import escape as html_escape
 import nh3
 from markdown_it import MarkdownIt
 
+from ledgerfacts.commands import as_typed
+
 # Bigger payloads are shown truncated, with a link that loads the rest on demand.
 PREVIEW_CHARS = 20_000
 
@@ -27,14 +29,19 @@ class JsonText:
     truncated: bool = False
     total_chars: int = 0
     is_string: bool = False  # a JSON string, shown as its text (tool results often are)
+    decoded: int = 0  # strings holding JSON, shown decoded (show_json's decode_strings)
 
     @property
     def is_empty(self) -> bool:
         return not self.text
 
 
-def show_json(raw, *, total_chars: int | None = None) -> JsonText:
-    """Pretty-print a JSON column. `raw` may already be cut to a preview of `total_chars`."""
+def show_json(raw, *, total_chars: int | None = None, decode_strings: bool = False) -> JsonText:
+    """Pretty-print a JSON column. `raw` may already be cut to a preview of `total_chars`.
+
+    With `decode_strings`, a string that holds a JSON object or array (an MCP tool's result
+    inside its CallToolResult, a tool that returns JSON as text) is shown as that JSON, not as
+    one line of \\n and \\" escapes; `decoded` counts them, so the page can say so."""
     if raw is None:
         return JsonText("", valid=True)
     if not isinstance(raw, str):
@@ -47,11 +54,48 @@ def show_json(raw, *, total_chars: int | None = None) -> JsonText:
         value = json.loads(raw)
     except (ValueError, RecursionError) as error:
         return JsonText(raw, valid=False, error=_short(error), total_chars=total)
+    decoded = 0
+    if decode_strings:
+        value, decoded = _decode_strings(value)
     if isinstance(value, str):
         # "line 1\nline 2" in quotes with escapes is unreadable; its text is what was meant.
         return JsonText(value, valid=True, total_chars=total, is_string=True)
     pretty = json.dumps(value, indent=2, ensure_ascii=False)
-    return JsonText(pretty, valid=True, total_chars=total)
+    return JsonText(pretty, valid=True, total_chars=total, decoded=decoded)
+
+
+# Strings holding JSON are decoded this deep at most (a string in a string in a string…).
+DECODE_DEPTH = 4
+
+
+def _decode_strings(value, depth: int = 0) -> tuple[object, int]:
+    """`value` with every string that holds a JSON object or array replaced by its value, and
+    how many were."""
+    if isinstance(value, str):
+        inner = _json_in(value) if depth < DECODE_DEPTH else None
+        if inner is None:
+            return value, 0
+        inner, deeper = _decode_strings(inner, depth + 1)
+        return inner, deeper + 1
+    if isinstance(value, list):
+        items = [_decode_strings(item, depth) for item in value]
+        return [v for v, _ in items], sum(n for _, n in items)
+    if isinstance(value, dict):
+        items = {key: _decode_strings(item, depth) for key, item in value.items()}
+        return {k: v for k, (v, _) in items.items()}, sum(n for _, n in items.values())
+    return value, 0
+
+
+def _json_in(text: str):
+    """The object or array a string holds as JSON text, else None."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "[{" or stripped[-1] not in "]}":
+        return None
+    try:
+        value = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict | list) else None
 
 
 def parse_json(raw, default=None):
@@ -106,8 +150,12 @@ def as_text(value) -> str:
 
 
 def render_markdown(text: str) -> str:
-    """Markdown to HTML, then sanitized (nh3): no script, no event handlers, no javascript: URLs."""
+    """Markdown to HTML, then sanitized (nh3): no script, no event handlers, no javascript: URLs.
+    A Claude Code slash command is shown as it was typed (ledgerfacts/commands.py)."""
     text = as_text(text)
+    if (typed := as_typed(text)) is not None:
+        title = "A Claude Code command, as typed; its raw text has what Claude Code recorded"
+        return f'<p class="typed-command" title="{title}"><code>{html_escape(typed)}</code></p>\n'
     plain = _plain_paragraphs(text or "")
     if plain is not None:
         return plain
@@ -149,10 +197,13 @@ _INLINE = [
 
 def plain_preview(text, limit: int = 160) -> str:
     """A one-line hint of a Markdown text as plain words: "## Summary\\n\\nThey planned a trip"
-    becomes "Summary — They planned a trip". Regular expressions, not a Markdown parser: the tree
-    makes one per turn, thousands per page, and only the first lines matter."""
+    becomes "Summary — They planned a trip"; a Claude Code slash command the command as typed.
+    Regular expressions, not a Markdown parser: the tree makes one per turn, thousands per page,
+    and only the first lines matter."""
     if not isinstance(text, str):
         return ""
+    if (typed := as_typed(text)) is not None:
+        text = typed
     found: list[str] = []
     for line in text.splitlines()[:50]:  # a preview needs no more; a huge text has no limit
         if not line.strip() or _NO_TEXT.match(line):
@@ -170,9 +221,12 @@ def plain_words(text, limit: int = 300) -> str:
     """A text's words on one line, every line of it, as plain words: "I. Introduction\nThe
     first…" becomes "I. Introduction The first…". Where plain_preview stops at the first line
     (a title), this goes on: regenerations of one prompt often share their first line and differ
-    in the next ones, and a row of the turn tree is wide enough to show them."""
+    in the next ones, and a row of the turn tree is wide enough to show them. A Claude Code
+    slash command is the command as typed."""
     if not isinstance(text, str):
         return ""
+    if (typed := as_typed(text)) is not None:
+        text = typed
     found: list[str] = []
     size = 0
     for line in text.splitlines()[:200]:  # enough for the limit, whatever the text

@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 from ledgerfacts.timestamps import elapsed_ms
 from ledgerweb import sqlite
-from ledgerweb.costs import CostSum, TurnCost, token_count, unreadable_count
+from ledgerweb.costs import CostSum, TurnCost, readable_count, token_count, unreadable_count
 from ledgerweb.db import ledger_identity
 from ledgerweb.prices import TokenUsage
 from ledgerweb.text import plain_words
@@ -121,6 +121,8 @@ class SessionTree:
             "inherited": len(self.turns) - len(own),
             "branches": sum(1 for r in self.layout.rows if r.is_leaf and r.node.id in own_ids),
             **token_totals(own),
+            # Turns with a token count: with none, the session's tokens are unknown, not 0.
+            "turns_with_tokens": sum(1 for t in own if readable_count(t.total_tokens)),
             "tool_calls": sum(t.tool_calls for t in own),
             "failed_turns": sum(1 for t in own if t.status == FAILED),
             "compactions": sum(1 for t in own if t.is_compaction),

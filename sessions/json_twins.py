@@ -163,6 +163,8 @@ def thread(the_thread: Thread, page_url: Callable[[int], str]) -> dict:
         "context_window": the_thread.context_window,
         "cumulative_tokens": the_thread.total_tokens,
         "unreadable_token_counts": the_thread.unreadable_token_counts,  # not in the sum
+        # What cost.spent is priced from (billed input and output): see Thread.spent_tokens.
+        "spent_tokens": the_thread.spent_tokens,
         "cost": {
             "spent": the_thread.spent.as_json(),
             "resume": cost_json(the_thread.resume_cost(cached=False)),

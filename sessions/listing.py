@@ -11,6 +11,7 @@ from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
+from ledgerfacts.commands import as_typed
 from ledgerweb import dialect, sqlite
 from ledgerweb.costs import CostSum, usd
 from ledgerweb.paging import capped, keyset_page, page_cursor
@@ -196,10 +197,9 @@ class SessionRow:
     @property
     def title(self) -> str:
         s = self.session
-        return (
-            s.label
-            or f"{self.routing.kind if self.routing.kind != MAIN else s.persona} · {s.routing_key}"
-        )
+        if s.label:
+            return str(s)  # a label holding a Claude Code command's tags: the command as typed
+        return f"{self.routing.kind if self.routing.kind != MAIN else s.persona} · {s.routing_key}"
 
 
 @dataclass
@@ -281,4 +281,4 @@ def _fill_row_numbers(rows: list[SessionRow]) -> None:
             list(heads),
         )
         for turn_id, content in questions:
-            heads[turn_id].hint = first_line(content, 120)
+            heads[turn_id].hint = first_line(as_typed(content) or content, 120)

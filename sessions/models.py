@@ -9,6 +9,8 @@ target to be missing.
 
 from django.db import models
 
+from ledgerfacts.commands import as_typed
+
 # Ledger timestamps are Unix milliseconds in INTEGER columns.
 TimestampMs = models.BigIntegerField
 
@@ -47,7 +49,8 @@ class Session(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.label or self.routing_key or self.id
+        # An imported label may hold a Claude Code command's tags: shown as it was typed.
+        return as_typed(self.label) or self.label or self.routing_key or self.id
 
 
 class Turn(models.Model):

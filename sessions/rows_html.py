@@ -111,9 +111,21 @@ def _model(model) -> str:
     return f'<span class="model" title="{escape(title)}">{escape(short_model(model))}</span>'
 
 
+# What a row shows for a figure the ledger does not have (NULL): unknown is not zero.
+UNKNOWN = "—"
+
+
 def _tokens(total) -> str:
-    shown = "?" if total is None else total
-    return f'<span class="num" title="{escape(shown)} tokens">{escape(tokens(total))}</span>'
+    if total is None:
+        return f'<span class="num unknown" title="No token counts">{UNKNOWN}</span>'
+    return f'<span class="num" title="{escape(total)} tokens">{escape(tokens(total))}</span>'
+
+
+def _duration(ms) -> str:
+    if ms is None:
+        title = "Not finished, or when it ended is not known"
+        return f'<span class="num unknown" title="{title}">{UNKNOWN}</span>'
+    return f'<span class="num">{escape(duration(ms))}</span>'
 
 
 def _cost(cost) -> str:
@@ -215,7 +227,7 @@ def _row(item: TreeItem, url: str, gutter_svg: str, model_html: str) -> str:
         f"{_alternative(item.alternative)}{_preview(t, item.alternative)}"
         f'<span class="facts">{model_html}{_tokens(t.total_tokens)}{_cost(t.cost)}'
         f"{_calls(t.tool_calls, t.failed_tool_calls)}"
-        f'<span class="num">{escape(duration(t.duration_ms))}</span>'
+        f"{_duration(t.duration_ms)}"
         f"</span></a>"
     )
 

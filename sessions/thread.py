@@ -122,6 +122,31 @@ class Thread:
         """What the thread's turns cost, root to this turn."""
         return sum_costs(step.turn for step in self.steps)
 
+    @property
+    def spent_tokens(self) -> int:
+        """The tokens `spent` is priced from, root to this turn: each turn's billed input (cache
+        reads and writes included, over all its model calls) and output where the ledger has them
+        (turn_usage), else its prompt and completion tokens (what the ≈ estimate prices). Not
+        the sum of the turns' totals: a turn's total counts the context of its last call only."""
+        total = 0
+        for step in self.steps:
+            turn = step.turn
+            if turn.billed is not None:
+                total += turn.billed.input + turn.billed.output
+            else:
+                total += token_count(turn.prompt_tokens) + token_count(turn.completion_tokens)
+        return total
+
+    @property
+    def unreadable_spent_counts(self) -> int:
+        """Counts spent_tokens could not read (junk prompt or completion counts of turns without
+        billed usage): they add nothing, and the page says how many."""
+        unbilled = [step.turn for step in self.steps if step.turn.billed is None]
+        return sum(
+            unreadable_count(t.prompt_tokens) + unreadable_count(t.completion_tokens)
+            for t in unbilled
+        )
+
     def resume_cost(self, *, cached: bool) -> TurnCost | None:
         """What sending this context again costs for one call of the measured turn's model at
         today's prices: as plain input, or (`cached`) read from the prompt cache."""

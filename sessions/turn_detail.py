@@ -182,8 +182,10 @@ def add_payloads(calls: list[ToolCallView], turn_id: str) -> None:
         [PREVIEW_CHARS, PREVIEW_CHARS, turn_id, *ids],
     ):
         if call_id in by_id:
-            by_id[call_id].parameters = show_json(params, total_chars=params_len)
-            by_id[call_id].result = show_json(result, total_chars=result_len)
+            # A JSON string holding JSON (an MCP result's text) is shown decoded.
+            shown = {"decode_strings": True}
+            by_id[call_id].parameters = show_json(params, total_chars=params_len, **shown)
+            by_id[call_id].result = show_json(result, total_chars=result_len, **shown)
 
 
 def load_tool_call(turn_id: str, call_id: str) -> ToolCallView | None:

@@ -374,7 +374,7 @@ def payload(request: HttpRequest, session_id: str, turn_id: str, kind: str, item
     if kind == "message":
         ctx["text"] = whole.text
     else:
-        ctx["json"] = show_json(whole.text, total_chars=whole.total_chars)
+        ctx["json"] = show_json(whole.text, total_chars=whole.total_chars, decode_strings=True)
     return render(
         request,
         _fragment_or_page(request, "sessions/payload.html", "sessions/payload_page.html"),

@@ -47,6 +47,7 @@ def test_the_header_totals_count_the_whole_tree(viewer_client, forked):
         "inherited": 0,
         "branches": 2,
         "tokens": 5 * 1337,
+        "turns_with_tokens": 5,
         "tool_calls": 2,
         "failed_turns": 1,
         "compactions": 1,
@@ -314,7 +315,7 @@ def test_rows_that_share_a_model_or_a_shape_still_show_their_own_values(viewer_c
     assert facts("T0") == ["haiku-4-5", "1.3k", "≈ $0.00169", "0 tools", "5.0 s"]
     assert facts("T1") == ["gpt-5", "900", "≈ $0.00243", "1 tool", "5.0 s"]
     assert facts("T2") == ["gpt-5", "12k", "≈ $0.00243", "2 tools", "5.0 s"]
-    assert facts("T3") == ["—", "?", "no price", "3 tools", "5.0 s"]
+    assert facts("T3") == ["—", "—", "no price", "3 tools", "5.0 s"]  # no tokens: "—", not "?"
     calls = [span for span in rows["T3"].iter("span") if "tools" in (span.text or "")]
     assert (
         calls[0].get("class") == "num calls bad"
@@ -444,7 +445,10 @@ def test_an_unreadable_token_count_adds_nothing_anywhere_and_is_said(viewer_clie
     assert thread["unreadable_token_counts"] == 4
     assert thread["context_tokens"] == 300  # its prompt count is junk: its total is the context
     thread_page = text_of(viewer_client.get("/sessions/S1/turns/T-head/thread/"))
-    assert "1,300 tokens spent along the whole thread (4 unreadable token counts" in thread_page
+    # The thread's sentence counts what its cost is priced from (issue 27, item 4): each turn's
+    # prompt and completion (1,250 + 87, the builders'), T-head's prompt (-5) unreadable.
+    spent = "6,772 tokens billed along the whole thread (input and output) (1 unreadable token"
+    assert spent in thread_page
     sides = text_of(viewer_client.get(f"/sessions/S1/compare/?a={head['id']}&b={other['id']}"))
     assert "300 tokens (4 unreadable token counts not added)" in sides and "200 tokens" in sides
     data = viewer_client.get("/sessions/S1/compare/?a=T-head&b=T-other&format=json").json()

@@ -219,7 +219,7 @@ def test_a_long_thread_comes_in_pages_walked_by_their_links(viewer_client, long_
         parse_html(html)
         seen = questions(html) + seen
         # The totals are the whole thread's on every page.
-        assert f"{25 * 1337:,} tokens spent along the whole thread" in html
+        assert f"{25 * 1337:,} tokens billed along the whole thread" in html
     assert url.endswith("?page=1") and seen == [f"{i:02d}" for i in range(25)]
     assert "20 later turns, down to this turn, are on the next pages" in html
     later = viewer_client.get(urljoin(url, thread_link(html, "next"))).content.decode()

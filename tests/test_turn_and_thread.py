@@ -472,7 +472,7 @@ def test_a_long_thread_page_shows_the_turns_nearest_the_fork_point(viewer_client
     assert "5 earlier turns of this thread are not shown" in page
     assert "question number 0004" not in page and "question number 0005" in page
     total = (THREAD_PAGE_TURNS + 5) * 1337
-    assert f"{total:,} tokens spent along the whole thread" in page  # hidden turns counted
+    assert f"{total:,} tokens billed along the whole thread" in page  # hidden turns counted
     # The old "show all" address is bounded now: it opens the first page, from the root.
     first = viewer_client.get(f"/sessions/S1/turns/{head}/thread/?all=1", follow=True)
     assert first.redirect_chain[-1][0].endswith(f"/sessions/S1/turns/{head}/thread/?page=1")

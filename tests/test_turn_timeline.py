@@ -4,7 +4,7 @@ order (sessions/timeline.py), on real imported transcripts and on odd ledger val
 from dataclasses import dataclass
 
 import pytest
-from builders import LEDGER_DB, T0, parse_fragment
+from builders import LEDGER_DB, T0, parse_fragment, parse_html
 from importing import IMPORT_FIXTURES, json_objects, run_import
 
 from sessions.timeline import call_batches, in_order
@@ -280,6 +280,17 @@ def test_the_older_codex_layouts_have_no_known_durations(viewer_client, ledger):
         "SELECT count(*) FROM tool_calls WHERE completed_at IS NOT NULL"
     ).fetchone()
     assert unknown_turns == 2 and timed_calls == 0
+    # Their rows and panels say "—" or nothing, never "0 ms".
+    (session_id,) = ledger.conn.execute("SELECT id FROM sessions").fetchone()
+    page = viewer_client.get(f"/sessions/{session_id}/").content.decode()
+    durations = [
+        span.text for span in parse_html(page).iter("span")
+        if span.get("title") == "Not finished, or when it ended is not known"
+    ]  # fmt: skip
+    assert durations == ["—", "—"] and "0 ms" not in page
+    for (turn_id,) in ledger.conn.execute("SELECT id FROM turns").fetchall():
+        shown = viewer_client.get(f"/sessions/{session_id}/turns/{turn_id}/").content.decode()
+        assert " ms" not in shown.split('class="turn-timeline"')[1]
 
 
 def claude_line(n: int, kind: str, ms: int, content, parent: int | None) -> str:
