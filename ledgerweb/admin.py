@@ -5,7 +5,11 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import quote
 from django.contrib.admin.views.main import ChangeList
 from django.core.paginator import Paginator
-from django.db.models import BooleanField
+from django.core.exceptions import ValidationError
+from django.db.models import BooleanField, TextField
+from django.template.defaultfilters import linebreaksbr
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.functional import cached_property
@@ -14,7 +18,9 @@ from django.utils.translation import gettext as _
 
 from ledgerfacts.timestamps import ms_to_datetime
 from ledgerweb import long_values
+from ledgerweb.downloads import cut_to_heads, with_heads
 from ledgerweb.formatting import ledger_bool
+from ledgerweb.text import as_text
 from ledgerweb.paging import capped
 
 # The ledger is append-only (seed 000) and ledgerweb deletes nothing: no bulk delete anywhere.
@@ -32,6 +38,30 @@ class CappedPaginator(Paginator):
     @cached_property
     def count(self) -> int:
         return capped(self.object_list, PAGINATOR_CAP).value
+
+
+def _cut_to_a_page(field_name: str):
+    """A text column on a row's admin page: its first PAGE_CHARS characters (the row was read
+    with only those, downloads.with_heads), and when there is more, how much and a link that
+    downloads the whole value where the site has one (a tool call's 60 MB result was a 60 MB
+    page)."""
+
+    @admin.display(description=field_name.replace("_", " "))
+    def show(obj):
+        value = getattr(obj, field_name)
+        if value is None:
+            return "-"
+        shown = linebreaksbr(as_text(value), autoescape=True)  # as the admin shows text
+        total = obj.cut_lengths.get(field_name)
+        if total is None:
+            return shown
+        note = render_to_string("_cut_note.html", {
+            "shown": len(value), "total": total, "what": field_name.replace("_", " "),
+            "href": obj.download_urls.get(field_name),
+        })  # fmt: skip
+        return shown + mark_safe(note)  # noqa: S308 - a template's own output, escaped there
+
+    return show
 
 
 def _as_stored(field_name: str):
@@ -127,9 +157,26 @@ class ReadOnlyLedgerAdmin(admin.ModelAdmin):
 
     def get_fields(self, request, obj=None):
         return [
-            _as_stored(f.name) if isinstance(f, BooleanField) else f.name
+            _as_stored(f.name)
+            if isinstance(f, BooleanField)
+            else _cut_to_a_page(f.name)
+            if f.name in self.long_fields()
+            else f.name
             for f in self.model._meta.concrete_fields
         ]
+
+    def long_fields(self) -> tuple[str, ...]:
+        """The text columns a row's page shows at most a page of: every text column but the
+        key (the ledger's text may be megabytes anywhere)."""
+        return tuple(
+            f.name
+            for f in self.model._meta.concrete_fields
+            if isinstance(f, TextField) and not f.primary_key
+        )
+
+    def download_urls(self, obj) -> dict[str, str]:
+        """Where the whole value of each long field downloads from (none by default)."""
+        return {}
 
     def get_search_results(self, request, queryset, search_term):
         terms = list(smart_split(search_term))
@@ -152,7 +199,17 @@ class ReadOnlyLedgerAdmin(admin.ModelAdmin):
             object_id = long_values.resolve(object_id)
         except long_values.UnknownKey:
             return None  # the admin says the object does not exist
-        return super().get_object(request, object_id, from_field)
+        fields = self.long_fields()
+        model = self.model
+        try:
+            obj = with_heads(self.get_queryset(request), fields).get(
+                **{from_field or model._meta.pk.name: object_id}
+            )
+        except (model.DoesNotExist, ValidationError, ValueError):
+            return None
+        obj.cut_lengths = cut_to_heads(obj, fields)
+        obj.download_urls = self.download_urls(obj) if obj.cut_lengths else {}
+        return obj
 
     def has_add_permission(self, request):
         return False

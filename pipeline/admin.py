@@ -8,6 +8,7 @@ from django.utils.html import format_html
 
 from ledgerweb.admin import ReadOnlyLedgerAdmin, when
 from ledgerweb.db import LEDGER_WRITE, ledger_connectable, ledger_place
+from pipeline.detail import LONG_FIELDS
 from pipeline.models import NexusRequest
 from pipeline.retention import apply_retention
 from pipeline.retention_db import TookTooLong
@@ -50,6 +51,11 @@ class NexusRequestAdmin(ReadOnlyLedgerAdmin):
     ordering = ["-started_at"]
 
     change_list_template = "pipeline/admin/nexusrequest/change_list.html"
+
+    def download_urls(self, obj) -> dict[str, str]:
+        """The request page's downloads of its long fields."""
+        page = reverse("pipeline:request", args=[obj.id])
+        return {field: f"{page}?download={field}" for field in LONG_FIELDS}
 
     def get_urls(self):
         dry_run = path(

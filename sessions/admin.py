@@ -253,11 +253,26 @@ class TurnAdmin(ReadOnlyLedgerAdmin):
         return _turn_link(obj.id, obj.session_id)
 
 
+def _payload_downloads(obj, kinds: dict[str, str]) -> dict[str, str]:
+    """Where a message's or tool call's long fields download whole (the turn page's links)."""
+    session_id = Turn.objects.filter(id=obj.turn_id).values_list("session_id", flat=True).first()
+    if session_id is None:  # an orphan row: no page of its turn to download from
+        return {}
+    return {
+        field: reverse("sessions:payload", args=[session_id, obj.turn_id, kind, obj.id])
+        + "?download=1"
+        for field, kind in kinds.items()
+    }
+
+
 @admin.register(Message)
 class MessageAdmin(ReadOnlyLedgerAdmin):
     list_display = ["id", "turn_id", "role", "sequence", "excerpt"]
     list_filter = [("role", ValuesFilter)]
     search_fields = ["=id", "=turn__id"]
+
+    def download_urls(self, obj) -> dict[str, str]:
+        return _payload_downloads(obj, {"content": "message"})
 
     @admin.display(description="content")
     def excerpt(self, obj):
@@ -270,6 +285,9 @@ class ToolCallAdmin(ReadOnlyLedgerAdmin):
     list_filter = [("status", ValuesFilter)]
     search_fields = ["=id", "=turn__id", "tool_name"]
     ordering = ["-started_at"]
+
+    def download_urls(self, obj) -> dict[str, str]:
+        return _payload_downloads(obj, {"parameters": "parameters", "result": "result"})
 
     @admin.display(description="started", ordering="started_at")
     def started(self, obj):

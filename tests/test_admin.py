@@ -361,3 +361,54 @@ def test_a_number_no_column_holds_is_named_not_a_500(client, admin_user, url):
     name = url.split("?")[1].split("=")[0]
     assert f"{name}=" in body and "out of range" in body
     assert f'href="{url.split("?")[0]}"' in page.content.decode()  # the way on: without it
+
+
+HUGE = 2_500_000  # characters: past a page's 1,000,000
+
+
+@pytest.fixture
+def huge_rows(ledger):
+    s = ledger.session(id="S-huge")
+    t = ledger.turn(s, id="T-huge")
+    ledger.message(t, 1, id="M-huge", content="m" * HUGE)
+    ledger.tool_call(t, 1, id="C-huge", parameters='{"p": "' + "p" * HUGE + '"}',
+                     result="<script>" + "r" * HUGE)  # fmt: skip
+    ledger.request(id="R-huge", request_snapshot='{"s": "' + "s" * HUGE + '"}',
+                   error_stack="e" * HUGE)  # fmt: skip
+    return ledger
+
+
+@pytest.mark.parametrize(
+    ("table", "row_id", "fields"),
+    [
+        ("tool_calls", "C-huge", ["parameters", "result"]),
+        ("messages", "M-huge", ["content"]),
+        ("nexus_requests", "R-huge", ["request_snapshot", "error_stack"]),
+    ],
+)
+def test_a_huge_rows_admin_page_shows_the_first_million_characters_and_a_download(
+    client, admin_user, huge_rows, table, row_id, fields
+):
+    """A tool call's admin page was 60 MB of HTML on the hostile ledger (issue 25, item 4)."""
+    model = {"tool_calls": "conversations/toolcall", "messages": "conversations/message",
+             "nexus_requests": "pipeline/nexusrequest"}[table]  # fmt: skip
+    url = f"/admin/{model}/{row_id}/change/"
+    client.force_login(admin_user)
+    page = client.get(url)
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert len(body) < len(fields) * 1_000_000 + 200_000  # it was every value whole: 5 MB here
+    parse_html(body)
+    notes = re.findall(r"Showing the first ([\d,]+) of ([\d,]+) characters", body)
+    assert len(notes) == len(fields) and all(shown == "1,000,000" for shown, _ in notes)
+    downloads = re.findall(r'<a href="([^"]+)" download>', body)
+    assert len(downloads) == len(fields)
+    kind = {"content": "message"}  # a message's content downloads as the payload "message"
+    for href in downloads:
+        field = next(f for f in fields if f"download={f}" in href or
+                     f"/payload/{kind.get(f, f)}/" in href)  # fmt: skip
+        whole = client.get(urljoin("http://testserver" + url, html.unescape(href)))
+        assert whole.status_code == 200
+        query = f"SELECT {field} FROM {table} WHERE id = ?"
+        (stored,) = huge_rows.conn.execute(query, (row_id,)).fetchone()
+        assert b"".join(whole.streaming_content).decode() == stored
