@@ -4,15 +4,15 @@ admins with capped counts, and ledger times shown as local wall-clock time."""
 from django.contrib import admin, messages
 from django.contrib.admin.utils import quote
 from django.contrib.admin.views.main import ChangeList
-from django.core.paginator import Paginator
 from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
 from django.db.models import BooleanField, TextField
 from django.template.defaultfilters import linebreaksbr
 from django.template.loader import render_to_string
-from django.utils.safestring import mark_safe
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.functional import cached_property
+from django.utils.safestring import mark_safe
 from django.utils.text import smart_split
 from django.utils.translation import gettext as _
 
@@ -20,8 +20,8 @@ from ledgerfacts.timestamps import ms_to_datetime
 from ledgerweb import long_values
 from ledgerweb.downloads import cut_to_heads, with_heads
 from ledgerweb.formatting import ledger_bool
-from ledgerweb.text import as_text
 from ledgerweb.paging import capped
+from ledgerweb.text import as_text
 
 # The ledger is append-only (seed 000) and ledgerweb deletes nothing: no bulk delete anywhere.
 admin.site.disable_action("delete_selected")
