@@ -114,12 +114,11 @@ class SessionTree:
     @property
     def totals(self) -> dict[str, int]:
         own = self.own_turns
-        own_ids = {t.id for t in own}
         return {
             "turns": len(own),
             # A fork's tree also shows the origin's turns it continues: own + inherited = rows.
             "inherited": len(self.turns) - len(own),
-            "branches": sum(1 for r in self.layout.rows if r.is_leaf and r.node.id in own_ids),
+            "branches": branch_count(own),
             **token_totals(own),
             # Turns with a token count: with none, the session's tokens are unknown, not 0.
             "turns_with_tokens": sum(1 for t in own if readable_count(t.total_tokens)),
@@ -132,6 +131,14 @@ class SessionTree:
     def cost(self) -> CostSum:
         """What the session's own turns cost (inherited ones are the origin's)."""
         return sum_costs(self.own_turns)
+
+
+def branch_count(own: list[TurnInfo]) -> int:
+    """A session's branches: its turns that none of its turns continues, as the session list
+    counts them in SQL. Not the drawn tree's leaves: drawing a cycle breaks it, which makes a
+    leaf the ledger does not have."""
+    continued = {t.parent_turn_id for t in own}
+    return sum(1 for t in own if t.id not in continued)
 
 
 def token_totals(turns) -> dict[str, int]:

@@ -177,6 +177,26 @@ def test_a_cycle_is_shown_as_a_problem_and_the_page_renders(viewer_client, ledge
     assert "parent chain loops back on itself (a cycle)" in problems_of(viewer_client)
 
 
+def test_a_tree_with_cycles_has_as_many_branches_on_its_page_as_in_the_list(viewer_client, ledger):
+    """Drawing a cycle breaks it, which made a leaf the ledger does not have: the page said 3
+    branches where the list said 2. A branch ends at a turn no turn of the session continues."""
+    s = ledger.session(id="S1")
+    root = ledger.turn(s, id="R", started_at=T0)
+    ledger.turn(s, root, id="X", started_at=T0 + 1)  # a leaf
+    ledger.turn(s, id="A", parent_turn_id="C", started_at=T0 + 2)  # A → B → C → A
+    ledger.turn(s, id="B", parent_turn_id="A", started_at=T0 + 3)
+    ledger.turn(s, id="C", parent_turn_id="B", started_at=T0 + 4)
+    ledger.turn(s, id="D", parent_turn_id="E", started_at=T0 + 5)  # D ⇄ E, and E → F
+    ledger.turn(s, id="E", parent_turn_id="D", started_at=T0 + 6)
+    ledger.turn(s, id="F", parent_turn_id="E", started_at=T0 + 7)  # a leaf
+    ledger.conn.execute("UPDATE sessions SET root_turn_id = 'R', current_turn_id = 'X'")
+    listed = viewer_client.get("/sessions/?format=json").json()["sessions"]
+    assert [row["branches"] for row in listed] == [2]
+    assert detail(viewer_client)["totals"]["branches"] == 2
+    page = viewer_client.get("/sessions/S1/").content.decode()
+    assert "<li>2 branches (2 leaves)</li>" in page
+
+
 def test_a_missing_parent_is_reported_on_the_turn(viewer_client, ledger):
     s = ledger.session(id="S1")
     ledger.turn(s, id="T1", parent_turn_id="nowhere")
