@@ -1,5 +1,7 @@
-"""Fork a new session from a turn, exactly as ARCHITECTURE.md §2 describes: new ULID, same persona,
-routing key fork:<origin>:<new>, root = the origin's root, head = the chosen turn, active."""
+"""Fork a new session from a turn, as ARCHITECTURE.md §2 describes: new ULID, same persona,
+routing key fork:<origin>:<new>, head = the chosen turn, active; its root is the root of the
+chosen turn's thread (the origin's root only when that is the turn's ancestor: a session may
+have several roots, see docs/decisions.md)."""
 
 import random
 
@@ -20,8 +22,12 @@ class ForkError(Exception):
     pass
 
 
-def fork_session(origin: Session, turn_id: str, label: str) -> Session:
-    """Create the fork in one transaction on the writable ledger connection."""
+def fork_session(
+    origin: Session, turn_id: str, label: str, *, root_turn_id: str | None = None
+) -> Session:
+    """Create the fork in one transaction on the writable ledger connection. `root_turn_id`:
+    the first turn of the chosen turn's thread (the view has it from the thread it checked);
+    the origin's root when not given."""
     with transaction.atomic(using=LEDGER_WRITE):
         if dialect.on_postgres(LEDGER_WRITE):  # writers take turns: rowids.sql says why
             sqlite.rows(ROWID_ORDER_LOCK, alias=LEDGER_WRITE)
@@ -35,7 +41,7 @@ def fork_session(origin: Session, turn_id: str, label: str) -> Session:
             persona=origin.persona,
             routing_key=f"fork:{origin.id}:{new_id}",
             label=label[:500],
-            root_turn_id=origin.root_turn_id,
+            root_turn_id=root_turn_id or origin.root_turn_id,
             current_turn_id=turn.id,
             created_at=now,
             updated_at=now,

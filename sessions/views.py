@@ -439,7 +439,8 @@ def fork(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     if not label:
         flash.error(request, "Give the fork a label so you can find it again.")
         return redirect("sessions:thread", session_id=session_id, turn_id=turn_id)
-    broken = _context_problems(turn_id)
+    the_thread = load_thread(turn_id, page_size=1)
+    broken = "; ".join(the_thread.problems) if the_thread else ""
     if broken:
         # The page disables its button here; a form posted anyway (an old tab, a script) too.
         flash.error(
@@ -448,19 +449,15 @@ def fork(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
         )
         return redirect("sessions:thread", session_id=session_id, turn_id=turn_id)
     try:
-        new = forking.fork_session(origin, turn_id, label)
+        # The fork's root is its thread's (a session may have several roots: a regenerated
+        # first answer), not necessarily the origin's root_turn_id.
+        root = the_thread.steps[0].turn.id if the_thread else origin.root_turn_id
+        new = forking.fork_session(origin, turn_id, label, root_turn_id=root)
     except forking.ForkError as error:
         flash.error(request, str(error))
         return redirect("sessions:thread", session_id=session_id, turn_id=turn_id)
     flash.success(request, f"Forked “{label}” from turn {turn_id}.")
     return redirect("sessions:detail", session_id=new.id)
-
-
-def _context_problems(turn_id: str) -> str:
-    """Why a fork at this turn would not continue what the agent saw (a chain of parents that
-    loops or breaks, a compaction that does not fit), as the thread page says; '' when whole."""
-    the_thread = load_thread(turn_id, page_size=1)
-    return "; ".join(the_thread.problems) if the_thread else ""
 
 
 @require_GET

@@ -387,6 +387,24 @@ def test_an_operator_forks_a_session_at_a_turn(client, operator, convo):
 
 
 @pytest.mark.django_db(transaction=True, databases="__all__")
+def test_a_fork_below_another_root_takes_that_root(client, operator, ledger):
+    """Real conversations have several roots (a regenerated first answer): a fork made below one
+    that is not the session's root_turn_id took the origin's, which is not its ancestor, and its
+    page said "the session root points to a turn that does not exist"."""
+    s = ledger.session(id="S1")
+    first = ledger.turn(s, id="R1", started_at=T0)
+    again = ledger.turn(s, id="R2", started_at=T0 + 10)  # the first prompt answered again
+    below = ledger.turn(s, again, id="C", started_at=T0 + 20)
+    ledger.set_head(s, first, below)
+    client.force_login(operator)
+    response = client.post("/sessions/S1/turns/C/fork/", {"label": "From the second answer"})
+    fork = Session.objects.exclude(id="S1").get()
+    assert (fork.root_turn_id, fork.current_turn_id) == ("R2", "C")
+    problems = client.get(response["Location"] + "?format=json").json()["problems"]
+    assert problems == []
+
+
+@pytest.mark.django_db(transaction=True, databases="__all__")
 def test_a_fork_needs_a_label_and_an_existing_turn(client, operator, convo):
     client.force_login(operator)
     client.post("/sessions/S1/turns/T1/fork/", {"label": "  "})
