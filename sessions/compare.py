@@ -20,6 +20,7 @@ from sessions.models import Session
 from sessions.thread import ancestor_path
 
 RESPONSE_CHARS = 20_000
+PROMPT_CHARS = 2_000  # of the prompt each side answers (the page shows 300)
 EDGE_TURNS = 25  # turns shown at each end of a side's path
 # Below this share of words in common passages, a word diff is noise. A passage is a run of at
 # least MIN_RUN words: single common words (the, and, in the) match anywhere in two unrelated
@@ -33,9 +34,11 @@ NO_SUCH_TURN = "no such turn in this session"
 class Response:
     """The chosen turn's answer: its assistant messages, in order, cut at RESPONSE_CHARS."""
 
-    prompt: str
+    prompt: str  # the first PROMPT_CHARS characters of the turn's first user message
     text: str
     cut: bool
+    prompt_chars: int = 0  # the whole prompt's length
+    prompt_cut: bool = False
     # Word diff against the other side: (kind, words), kind "same", "del" (only on side A)
     # or "ins" (only on side B). Empty when the answers are too different to diff.
     diff: list[tuple[str, str]] = field(default_factory=list)
@@ -140,7 +143,7 @@ def _call_counts(turns: list[TurnInfo]) -> tuple[int, int]:
 
 def load_response(turn_id: str) -> Response:
     """The turn's prompt and its answer (its assistant messages, in order), bounded."""
-    prompt, parts, size = "", [], 0
+    prompt, prompt_chars, parts, size = None, 0, [], 0
     for role, content, length in sqlite.rows(
         """SELECT role, substr(content, 1, %s), length(content) FROM messages
            WHERE turn_id = %s ORDER BY sequence, created_at, id LIMIT 200""",
@@ -148,12 +151,19 @@ def load_response(turn_id: str) -> Response:
     ):
         text = content if isinstance(content, str) else ("" if content is None else str(content))
         if role == "user" and not prompt:
-            prompt = text[:2_000]
+            prompt, prompt_chars = text, length if isinstance(length, int) else len(text)
         elif role == "assistant" and size < RESPONSE_CHARS:
             parts.append(text)
             size += length if isinstance(length, int) else len(text)
     text = "\n\n".join(parts)
-    return Response(prompt, text[:RESPONSE_CHARS], size > RESPONSE_CHARS)
+    prompt = prompt or ""
+    return Response(
+        prompt[:PROMPT_CHARS],
+        text[:RESPONSE_CHARS],
+        size > RESPONSE_CHARS,
+        prompt_chars=prompt_chars if prompt else 0,
+        prompt_cut=prompt_chars > PROMPT_CHARS,
+    )
 
 
 _WORDS = re.compile(r"\S+\s*|\s+")

@@ -5,11 +5,13 @@ from dataclasses import asdict
 
 from ledgerweb.costs import cost_json
 from ledgerweb.paging import list_envelope
+from sessions.compare import Comparison, Side
 from sessions.detail import SessionTree, TurnInfo
 from sessions.kinds import RoutingKey
 from sessions.listing import SessionFilters, SessionPage
+from sessions.models import Session
 from sessions.thread import Thread
-from sessions.turn_detail import MessageView, TurnDetail
+from sessions.turn_detail import MessageView, ToolCallView, TurnDetail
 
 
 def _session(s) -> dict:
@@ -105,9 +107,11 @@ def _alternatives(session_tree: SessionTree, turn_id: str) -> dict:
     }
 
 
-def turn(info: TurnInfo, detail: TurnDetail) -> dict:
+def turn(info: TurnInfo, detail: TurnDetail, forks_here: list[Session]) -> dict:
     return {
         "turn": _turn(info),
+        # The forks made at this turn, as its panel lists them (the session twin's rows too).
+        "forks_here": [f.id for f in forks_here],
         "children": detail.children,
         "pipeline_requests": detail.request_ids,
         "failed_pipeline_requests": [asdict(r) for r in detail.failed_requests],
@@ -124,27 +128,55 @@ def turn(info: TurnInfo, detail: TurnDetail) -> dict:
             }
             for m in detail.messages
         ],
-        "tool_calls": [
-            {
-                "id": c.id,
-                "tool_name": c.tool_name,
-                "status": c.status,
-                "sequence": c.sequence,
-                "started_at": c.started_at,
-                "completed_at": c.completed_at,
-                "duration_ms": c.duration_ms,
-                "error": c.error,
-                "parameters": asdict(c.parameters),
-                "result": asdict(c.result),
-                "child_session_id": c.child_session_id,
-            }
-            for c in detail.tool_calls
-        ],
+        "tool_calls": [tool_call(c) for c in detail.tool_calls],
         # Both lists in one, as the turn happened (sessions/timeline.py): what the panel shows.
         "timeline": [
             {"kind": "message" if isinstance(item, MessageView) else "tool_call", "id": item.id}
             for item in detail.timeline
         ],
+    }
+
+
+def tool_call(c: ToolCallView) -> dict:
+    """One tool call with its payloads: an entry of the turn's twin, and the call page's twin."""
+    return {
+        "id": c.id,
+        "tool_name": c.tool_name,
+        "status": c.status,
+        "sequence": c.sequence,
+        "started_at": c.started_at,
+        "completed_at": c.completed_at,
+        "duration_ms": c.duration_ms,
+        "error": c.error,
+        "parameters": asdict(c.parameters),
+        "result": asdict(c.result),
+        "child_session_id": c.child_session_id,
+    }
+
+
+def compare(result: Comparison) -> dict:
+    """Both sides from their common ancestor, turns and costs in the shapes every twin uses
+    (_turn, CostSum.as_json), and each answer with its prompt, saying where either was cut."""
+
+    def side(s: Side) -> dict:
+        return {
+            "turn_id": s.turn_id,
+            "problems": s.problems,
+            "first_turns": [_turn(t) for t in s.first_turns],
+            "hidden_turns": s.hidden_turns,
+            "last_turns": [_turn(t) for t in s.last_turns],
+            "totals": s.totals,
+            "cost": s.cost.as_json(),
+            "response": asdict(s.response) if s.response else None,
+        }
+
+    a, b = side(result.a), side(result.b)
+    return {
+        "fork_point": _turn(result.fork_point) if result.fork_point else None,
+        "shared_turns": result.shared_turns,
+        "a": a,
+        "b": b,
+        "cost": {"a": a["cost"], "b": b["cost"]},  # where earlier twins gave the sides' costs
     }
 
 

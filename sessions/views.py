@@ -1,5 +1,3 @@
-from dataclasses import asdict
-
 from django.contrib import messages as flash
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
@@ -343,7 +341,8 @@ def turn_detail(request: HttpRequest, session_id: str, turn_id: str) -> HttpResp
 def _turn_twin(ctx: dict, turn_id: str) -> dict:
     # Scripts get every payload, also those a long list loads only when a call is opened.
     add_payloads([c for c in ctx["detail"].tool_calls if c.parameters is None], turn_id)
-    return json_twins.turn(ctx["turn"], ctx["detail"])
+    forks = ctx["tree"].forks_at.get(turn_id, [])
+    return json_twins.turn(ctx["turn"], ctx["detail"], forks)
 
 
 @require_GET
@@ -355,8 +354,11 @@ def tool_call(request: HttpRequest, session_id: str, turn_id: str, call_id: str)
         raise Http404(f"No tool call {call_id!r} in turn {turn_id!r}")
     ctx = {"c": call, "session": session, "turn_id": turn_id}
     # Opened in its list, the body alone; followed as a link (a new tab, a shared URL), a page.
-    return render(
-        request, _fragment_or_page(request, "sessions/_call_body.html", "sessions/call.html"), ctx
+    template = _fragment_or_page(request, "sessions/_call_body.html", "sessions/call.html")
+    return respond(
+        request,
+        page=lambda: render(request, template, ctx),
+        twin=lambda: {"session_id": session.id, "turn_id": turn_id} | json_twins.tool_call(call),
     )
 
 
@@ -480,11 +482,6 @@ def export(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     return response
 
 
-def _json_ready(items) -> dict:
-    """asdict's dicts, with sets (a cost's unpriced model names) as sorted lists."""
-    return {k: sorted(v) if isinstance(v, set) else v for k, v in items}
-
-
 @require_GET
 @answers_bad_parameters
 def compare(request: HttpRequest, session_id: str) -> HttpResponse:
@@ -521,8 +518,7 @@ def _compare_twin(request: HttpRequest, session: Session, a: str, b: str, result
                 for t in comparing.candidates(load_tree(session), exclude=a or b)
             ],
         }
-    costs = {"cost": {"a": result.a.cost.as_json(), "b": result.b.cost.as_json()}}
-    return asdict(result, dict_factory=_json_ready) | costs
+    return json_twins.compare(result)
 
 
 def _compare_page(request: HttpRequest, session: Session, a: str, b: str, result):

@@ -2,6 +2,7 @@
 answers side by side with a word diff, totals per side, and a list to pick from."""
 
 import html
+import json
 import re
 
 import pytest
@@ -180,3 +181,38 @@ def test_the_pick_list_has_a_json_twin_that_answers_what_it_shows(
     assert followed.status_code == 200
     if query:  # both turns chosen: the comparison itself
         assert followed.json()["a"]["turn_id"] == "A1"
+
+
+def test_the_compare_twin_says_where_it_cut_a_prompt_and_gives_costs_as_every_twin(
+    viewer_client, ledger, settings
+):
+    """The twin cut `response.prompt` at 2,000 characters without saying so, and gave costs
+    in shapes of its own: `"amount": "0"` for an unpriced side, `amount` where others say
+    `usd`."""
+    s = ledger.session(id="S1")
+    root = ledger.turn(s, id="T1", model="gpt-5")
+    a = ledger.turn(s, root, id="A", model="gpt-5", prompt_tokens=10_000, completion_tokens=1_000)
+    ledger.message(a, 1, content="ü" * 2_500)  # a prompt longer than the twin gives
+    b = ledger.turn(s, root, id="B", model="llama3:8b")
+    ledger.message(b, 1, content="short")
+    ledger.set_head(s, root, b)
+    data = viewer_client.get("/sessions/S1/compare/?a=A&b=B&format=json").json()
+    prompt_a, prompt_b = data["a"]["response"], data["b"]["response"]
+    assert (len(prompt_a["prompt"]), prompt_a["prompt_chars"], prompt_a["prompt_cut"]) == (
+        2_000,
+        2_500,
+        True,
+    )
+    assert (prompt_b["prompt"], prompt_b["prompt_chars"], prompt_b["prompt_cut"]) == (
+        "short",
+        5,
+        False,
+    )
+    # Costs as the session and thread twins give them (CostSum.as_json, cost_json).
+    session = viewer_client.get("/sessions/S1/?format=json").json()
+    assert set(data["a"]["cost"]) == set(session["cost"])
+    assert data["a"]["cost"]["usd"] == "0.0225" and data["b"]["cost"]["usd"] is None
+    (turn_a,) = data["a"]["first_turns"]
+    by_id = {t["id"]: t for t in session["turns"]}
+    assert turn_a["cost"] == by_id["A"]["cost"] and "amount" not in json.dumps(data)
+    assert data["cost"] == {"a": data["a"]["cost"], "b": data["b"]["cost"]}

@@ -77,3 +77,9 @@ def test_a_forks_tree_marks_the_turn_it_left_its_origin_from(viewer_client, fork
     grown = viewer_client.get("/sessions/F2/").content.decode()
     assert "mark-fork-point" in row_of(grown, "T2")
     assert "mark-fork-point" not in row_of(grown, "T1") + row_of(grown, "G1")
+
+
+def test_the_turn_twin_lists_the_forks_made_at_the_turn_as_its_panel_does(viewer_client, forked):
+    twin = viewer_client.get("/sessions/O1/turns/T2/?format=json").json()
+    assert twin["forks_here"] == ["F2", "F1"]  # as the panel lists them
+    assert viewer_client.get("/sessions/O1/turns/T3/?format=json").json()["forks_here"] == []

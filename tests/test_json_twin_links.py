@@ -1,6 +1,6 @@
 """Every HTML page says where its JSON twin is (`Link: <…?format=json>; rel="alternate"`), and a
 script that follows the link gets the twin of that very page: the same filters, the same data.
-Pages without a twin (a tool call's body, a payload, the liveness probe) say nothing."""
+Pages without a twin (a payload, the liveness probe) say nothing."""
 
 from urllib.parse import parse_qs, urljoin, urlsplit
 
@@ -15,7 +15,6 @@ small_ledger = test_url_walker.small_ledger  # the walker's ledger, as a fixture
 # similar-failures line, the probe, the JSON-only answers, and what is not a page (405, 302).
 TWINLESS = {
     "healthz",
-    "sessions:call",
     "sessions:payload",
     "sessions:export",
     "pipeline:similar",

@@ -2,6 +2,7 @@
 
 import json
 import re
+from urllib.parse import urljoin
 
 import pytest
 from builders import LEDGER_DB, T0, body_of, parse_fragment, parse_html
@@ -727,3 +728,14 @@ def test_an_orphans_panel_names_its_missing_parent_without_a_link_that_404s(view
         assert "/turns/gone/" not in page
     page = viewer_client.get("/sessions/S1/turns/T2/").content.decode()
     assert 'href="/sessions/S1/turns/T1/"' in page and "orphan turn" not in page
+
+
+def test_a_tool_call_page_has_a_json_twin_with_its_payloads(viewer_client, convo):
+    page = viewer_client.get("/sessions/S1/turns/T2/calls/C2/")
+    twin_link = parse_html(page.content).find(".//header[@class='page-head']//a")
+    assert twin_link.text == "JSON"
+    twin = viewer_client.get(urljoin("http://testserver/sessions/S1/turns/T2/calls/C2/",
+                                     twin_link.get("href"))).json()  # fmt: skip
+    turn = viewer_client.get("/sessions/S1/turns/T2/?format=json").json()
+    assert twin == {"session_id": "S1", "turn_id": "T2"} | turn["tool_calls"][1]
+    assert (twin["id"], twin["status"], twin["error"]) == ("C2", "failed", "gmail: 401 expired")
