@@ -2,7 +2,6 @@
 
 import logging
 import math
-import os
 import time
 import traceback
 from collections.abc import Callable
@@ -14,7 +13,8 @@ from background.jobs import Job, Step
 from background.models import JobStatus
 from ledgerfacts.timestamps import now_ms
 from ledgerweb import sqlite
-from ledgerweb.db import LEDGER_ALIASES, ledger_identity, ledger_path_of, ledger_place
+from ledgerweb.db import LEDGER_ALIASES, ledger_identity, ledger_place
+from ledgerweb.replaced import file_identity
 
 log = logging.getLogger(__name__)
 
@@ -94,25 +94,16 @@ def _keep(job: Job, started: int, message: str = "", error: str = "") -> None:
 
 
 class LedgerWatch:
-    """Notices a ledger file replaced at its path (a restore, a copy from another host): an open
-    SQLite connection keeps reading the old, deleted file for as long as it lives, so the ledger's
-    connections are closed and the next query opens the file now at the path."""
+    """Notices a ledger file replaced at its path between steps (ledgerweb/replaced.py): the
+    ledger's connections are closed, and the next query opens the file now at the path. Kept
+    here as the identity seen when the process started, so a replacement made while no
+    connection was open is noticed too."""
 
     def __init__(self) -> None:
-        self.seen = self.identity()
-
-    @staticmethod
-    def identity() -> tuple[int, int] | None:
-        if connections["ledger"].vendor != "sqlite":
-            return None
-        try:
-            found = os.stat(ledger_path_of())
-        except OSError:
-            return None
-        return found.st_dev, found.st_ino
+        self.seen = file_identity()
 
     def reopen_if_replaced(self) -> bool:
-        now = self.identity()
+        now = file_identity()
         if now == self.seen:
             return False
         self.seen = now

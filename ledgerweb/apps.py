@@ -6,4 +6,5 @@ class LedgerwebConfig(AppConfig):
     verbose_name = "ledgerweb"
 
     def ready(self) -> None:
-        from ledgerweb import sqlite  # noqa: F401  (connects the ledger time limit)
+        # Connect the ledger time limit, and the check for a ledger file replaced at its path.
+        from ledgerweb import replaced, sqlite  # noqa: F401

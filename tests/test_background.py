@@ -167,3 +167,34 @@ def test_ledger_rollup_follow_is_still_the_background_process(ledger):
         "Working for " in out.getvalue() and "summarise: 1 of 1 hours summarised" in out.getvalue()
     )
     assert runner.statuses()
+
+
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_a_web_worker_reads_a_ledger_replaced_at_its_path_at_its_next_request(
+    tmp_path, viewer_client
+):
+    """A worker keeps its ledger connection up to a minute (CONN_MAX_AGE): after a restore its
+    pages showed the deleted file's rows for that long. Each request now notices the new file."""
+    path = tmp_path / "ledger.sqlite3"
+    replacement = tmp_path / "replacement.sqlite3"
+    for file, requests in ((path, 1), (replacement, 3)):
+        schema.create_ledger(file)
+        with closing(sqlite3.connect(file)) as conn, conn:
+            conn.execute("PRAGMA journal_mode = DELETE")  # no -wal left behind at the path
+            for n in range(requests):
+                conn.execute(
+                    "INSERT INTO nexus_requests (id, event_id, event_type, event_source, stage,"
+                    " status, started_at) VALUES (?, 'e', 'message', 'imessage', 'finalize',"
+                    " 'completed', ?)",
+                    (f"R{n}", now_ms() - 60_000),
+                )
+    use_ledger(path)
+
+    def requests_listed() -> int:
+        return viewer_client.get("/?format=json").json()["counts"]["nexus_requests"]["count"]
+
+    assert requests_listed() == 1
+    assert connections["ledger"].connection is not None  # kept open, as in a worker
+    shutil.copyfile(replacement, path.with_suffix(".tmp"))
+    path.with_suffix(".tmp").replace(path)
+    assert requests_listed() == 3
