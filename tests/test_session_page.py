@@ -8,7 +8,7 @@ from django.db import connections
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from ledgerweb.db import LEDGER
+from ledgerweb.db import LEDGER, is_postgres_url
 
 pytestmark = LEDGER_DB
 
@@ -449,7 +449,9 @@ def test_an_unreadable_token_count_adds_nothing_anywhere_and_is_said(viewer_clie
     page that sums counts says how many it could not read."""
     s = ledger.session(id="S1")
     root = ledger.turn(s, id="T1", total_tokens=1_000)
-    parent, junk = root, (2**62, -5, 12.5, "lots")
+    parent, junk = root, [2**62, -5]
+    if not is_postgres_url(ledger.path):  # a BIGINT column holds neither
+        junk += [12.5, "lots"]
     for n, tokens in enumerate(junk):
         parent = ledger.turn(s, parent, id=f"J{n}", total_tokens=tokens, started_at=T0 + n + 1)
     head = ledger.turn(s, parent, id="T-head", total_tokens=300, prompt_tokens=-5,
@@ -457,12 +459,13 @@ def test_an_unreadable_token_count_adds_nothing_anywhere_and_is_said(viewer_clie
     other = ledger.turn(s, root, id="T-other", total_tokens=200, started_at=T0 + 11)
     ledger.set_head(s, root, head)
     totals = detail(viewer_client)["totals"]
-    assert (totals["tokens"], totals["unreadable_token_counts"]) == (1_500, 4)
+    n = len(junk)
+    assert (totals["tokens"], totals["unreadable_token_counts"]) == (1_500, n)
     page = text_of(viewer_client.get("/sessions/S1/"))
-    assert "1,500 tokens (4 unreadable token counts not added)" in page
+    assert f"1,500 tokens ({n} unreadable token counts not added)" in page
     thread = viewer_client.get("/sessions/S1/turns/T-head/thread/?format=json").json()
     assert thread["cumulative_tokens"] == 1_300
-    assert thread["unreadable_token_counts"] == 4
+    assert thread["unreadable_token_counts"] == n
     assert thread["context_tokens"] == 300  # its prompt count is junk: its total is the context
     thread_page = text_of(viewer_client.get("/sessions/S1/turns/T-head/thread/"))
     # The thread's sentence counts what its cost is priced from (issue 27, item 4): each turn's
@@ -470,10 +473,10 @@ def test_an_unreadable_token_count_adds_nothing_anywhere_and_is_said(viewer_clie
     spent = "6,772 tokens billed along the whole thread (input and output) (1 unreadable token"
     assert spent in thread_page
     sides = text_of(viewer_client.get(f"/sessions/S1/compare/?a={head['id']}&b={other['id']}"))
-    assert "300 tokens (4 unreadable token counts not added)" in sides and "200 tokens" in sides
+    assert f"300 tokens ({n} unreadable token counts not added)" in sides and "200 tokens" in sides
     data = viewer_client.get("/sessions/S1/compare/?a=T-head&b=T-other&format=json").json()
     assert data["a"]["totals"]["tokens"] == 300
-    assert data["a"]["totals"]["unreadable_token_counts"] == 4
+    assert data["a"]["totals"]["unreadable_token_counts"] == n
 
 
 def text_of(response) -> str:
