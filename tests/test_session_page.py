@@ -470,7 +470,8 @@ def test_an_unreadable_token_count_adds_nothing_anywhere_and_is_said(viewer_clie
     thread_page = text_of(viewer_client.get("/sessions/S1/turns/T-head/thread/"))
     # The thread's sentence counts what its cost is priced from (issue 27, item 4): each turn's
     # prompt and completion (1,250 + 87, the builders'), T-head's prompt (-5) unreadable.
-    spent = "6,772 tokens billed along the whole thread (input and output) (1 unreadable token"
+    billed = (n + 1) * (1_250 + 87) + 87
+    spent = f"{billed:,} tokens billed along the whole thread (input and output) (1 unreadable"
     assert spent in thread_page
     sides = text_of(viewer_client.get(f"/sessions/S1/compare/?a={head['id']}&b={other['id']}"))
     assert f"300 tokens ({n} unreadable token counts not added)" in sides and "200 tokens" in sides
