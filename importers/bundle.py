@@ -77,6 +77,7 @@ class ImportReport:
         self.collisions: list[tuple[str, str]] = []  # (where, why): one id, other content
         # (where, why, since ms): left out again after an earlier run reported them (ledger_ship)
         self.still_left_out: list[tuple[str, str, int]] = []
+        self.continuations: list[tuple[str, str]] = []  # (where, which session it continues)
 
     def skipped(self, where: str, why: str) -> None:
         """A malformed line or row, left out: where = "file.jsonl:12"."""
@@ -98,6 +99,11 @@ class ImportReport:
     def repaired(self, what: str, n: int = 1) -> None:
         """Records imported with a stand-in for a value they lacked (said how in `what`)."""
         self.repairs[what] += n
+
+    def continued(self, where: str, what: str) -> None:
+        """A transcript that continues another session (a resumed one): imported as a fork of
+        it, the records it repeats not written twice."""
+        self.continuations.append((where, what))
 
     def collided(self, where: str, why: str) -> None:
         """A row whose id the ledger already holds for something else: kept as it was there."""
@@ -172,6 +178,12 @@ class ImportReport:
             for table in (*TABLES, "nexus_requests")
             if self.added[table] or self.present[table] or table not in OPTIONAL
         ]
+        if self.continuations:
+            title = (
+                "Resumed sessions (each a fork of the session it continues, the records it "
+                f"repeats not written twice): {len(self.continuations)}"
+            )
+            lines += _listed(title, self.continuations)
         if self.skips:
             lines += _listed(f"Skipped {len(self.skips)} malformed record(s):", self.skips)
         if self.waits:

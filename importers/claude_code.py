@@ -12,8 +12,15 @@ that spawned it, they become a subagent session.
 Ids are the transcript's own: a turn is named after the uuid of the line that starts it, a
 message after its line's uuid, a tool call after its tool_use id; a subagent session, which has
 none, gets one derived from its parent session and tool call.
+
+A resumed session is a new transcript that starts by repeating an earlier one's records (its
+origin: a file of the same project folder that starts with the same record, or, when that file
+is gone, the repeated records themselves, which carry the origin's session id). It becomes a fork
+of the origin at the turn where it went on: its own turns below the origin's, the repeated ones
+not written twice (docs/decisions.md, "A resumed Claude Code session is a fork of its origin").
 """
 
+import hashlib
 import json
 import re
 from collections import defaultdict
@@ -49,57 +56,105 @@ AGENT_ID_IN_RESULT = re.compile(r"agentId: ?([\w@.-]+)")
 
 
 def read(paths: list[Path], report: ImportReport) -> Iterator[SessionBundle]:
-    neighbours = NeighbourSummaries()
+    folders = ProjectFolders()
 
-    def read_one(path: Path, report: ImportReport) -> SessionBundle | None:
-        return read_transcript(path, report, neighbours)
+    def read_one(path: Path, report: ImportReport) -> list[SessionBundle] | None:
+        if path.resolve() in folders.imported:
+            return None  # imported earlier in this run, as the origin of a resumed session
+        return read_transcript(path, report, folders)
 
     return read_transcripts(
         paths, report, read_one=read_one, files_in=transcript_files, expected=EXPECTED
     )
 
 
-class NeighbourSummaries:
-    """The summary lines at the head of the transcripts in a folder, read once per folder.
+@dataclass
+class Head:
+    """What a transcript starts with: its summary lines, and its first conversation record."""
+
+    summaries: list[dict]
+    first: str | None  # the fingerprint of its first record
+
+
+class ProjectFolders:
+    """What the importer knows of a transcript's neighbours in its project folder, read once.
 
     Claude Code writes the summary of a session at the top of *another* transcript of the same
     project (anthropics/claude-code#2597), so a session's label may be in a file next to it,
-    whichever of the two is imported first, or alone.
+    whichever of the two is imported first, or alone. And a resumed session's transcript starts
+    with its origin's first record: the files starting alike are read whole to find it.
     """
 
     def __init__(self):
-        self.by_folder: dict[Path, list[dict]] = {}
+        self.heads: dict[Path, dict[Path, Head]] = {}
+        self.read: dict[Path, list[Entry]] = {}  # transcripts read whole to compare them
+        self.imported: set[Path] = set()  # transcripts made into bundles in this run
 
-    def around(self, path: Path) -> list[dict]:
+    def _heads(self, path: Path) -> dict[Path, Head]:
         folder = path.parent
-        if folder not in self.by_folder:
-            self.by_folder[folder] = [
-                summary
+        if folder not in self.heads:
+            self.heads[folder] = {
+                other.resolve(): _head(other)
                 for other in sorted(folder.glob("*.jsonl"))
                 if other.is_file()
-                for summary in _head_summaries(other)
-            ]
-        return self.by_folder[folder]
+            }
+        return self.heads[folder]
+
+    def around(self, path: Path) -> list[dict]:
+        """The summary lines at the heads of the transcripts of `path`'s folder."""
+        return [summary for head in self._heads(path).values() for summary in head.summaries]
+
+    def starting_like(self, path: Path, first: str) -> list[Path]:
+        """The other transcripts of the folder whose first record is `first`."""
+        me = path.resolve()
+        return [p for p, head in self._heads(path).items() if head.first == first and p != me]
+
+    def entries(self, path: Path) -> "list[Entry]":
+        """A transcript's conversation entries (main chain and sidechains), read once."""
+        if path not in self.read:
+            try:
+                main, sidechain, _ = _sort_lines(read_jsonl(path).records, ImportReport())
+            except (OSError, ValueError, RecursionError):
+                main, sidechain = [], []
+            self.read[path] = main + sidechain
+        return self.read[path]
 
 
-def _head_summaries(path: Path) -> list[dict]:
-    """The summary lines a transcript starts with (Claude Code writes them first)."""
-    found = []
+# A transcript's first conversation record is among its first lines (summaries, file history
+# snapshots and the like come before it).
+HEAD_LINES = 200
+
+
+def _head(path: Path) -> Head:
+    """The summary lines a transcript starts with (Claude Code writes them first), and the
+    fingerprint of its first conversation record."""
+    summaries: list[dict] = []
     try:
         with path.open("rb") as file:
-            for raw in file:
-                if b'"summary"' not in raw[:64]:
-                    break
+            for _, raw in zip(range(HEAD_LINES), file, strict=False):
                 try:
                     data = json.loads(raw)
                 except (ValueError, RecursionError):
-                    break
-                if not isinstance(data, dict) or data.get("type") != "summary":
-                    break
-                found.append(data)
+                    continue
+                if not isinstance(data, dict):
+                    continue
+                if data.get("type") == "summary":
+                    summaries.append(data)
+                elif data.get("type") in ENTRY_TYPES and isinstance(data.get("uuid"), str):
+                    return Head(summaries, _fingerprint(data))
     except OSError:
-        return []
-    return found
+        pass
+    return Head(summaries, None)
+
+
+def _fingerprint(data: dict) -> str:
+    """What a record is, whoever wrote it down: its type, time and content. A resumed session
+    repeats its origin's records verbatim (uuids included) in most Claude Code versions; the
+    fingerprint also knows them when a copy was given new uuids and session ids."""
+    what = [data.get("type"), data.get("timestamp"), data.get("subtype")]
+    what.append(data.get("message") if "message" in data else data.get("content"))
+    text = json.dumps(what, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def transcript_files(folder: Path) -> list[Path]:
@@ -181,8 +236,12 @@ class Entry:
 
 
 def read_transcript(
-    path: Path, report: ImportReport, neighbours: NeighbourSummaries | None = None
-) -> SessionBundle | None:
+    path: Path, report: ImportReport, folders: ProjectFolders | None = None
+) -> list[SessionBundle] | None:
+    """The bundles of one transcript: its session (with its subagents), after the session it
+    continues when it is a resumed one and that session is not imported yet in this run."""
+    folders = folders or ProjectFolders()
+    folders.imported.add(path.resolve())
     jsonl = read_jsonl(path)
     if jsonl.records and not any(_looks_like_claude(r.data) for r in jsonl.records):
         hint = " (it looks like a Codex rollout: try 'codex')" if _looks_like_codex(jsonl) else ""
@@ -203,17 +262,173 @@ def read_transcript(
             report.unmapped("transcripts without conversation lines (only summaries)")
         return None
     session_id = _session_id(path, main)
-    cwd = main[0].data.get("cwd")
+    summaries += folders.around(path)
+    origin = _origin(path, main, session_id, folders)
+    if origin is not None:
+        return _continuation(path, origin, main, sidechain, summaries, report, folders)
     bundle, agent_ids = _build_session(
         where=str(path),
         session_id=session_id,
         entries=main,
-        routing_key=main_routing_key(cwd, cwd if isinstance(cwd, str) and cwd else session_id),
-        label=_label(summaries + (neighbours or NeighbourSummaries()).around(path), main),
+        routing_key=_routing_key(main, session_id),
+        label=_label(summaries, main),
         report=report,
     )
     _attach_subagents(bundle, agent_ids, sidechain, report)
-    return bundle
+    return [bundle]
+
+
+def _routing_key(entries: list[Entry], session_id: str) -> str:
+    cwd = entries[0].data.get("cwd")
+    return main_routing_key(cwd, cwd if isinstance(cwd, str) and cwd else session_id)
+
+
+# ----- resumed sessions -----------------------------------------------------------------------
+
+
+@dataclass
+class Origin:
+    """The session a resumed transcript continues, and what it repeats of it."""
+
+    session_id: str
+    entries: list[Entry]  # the origin's main chain (its transcript's, or the repeated records)
+    path: Path | None  # its transcript; None: known from the repeated records only
+    repeated: int  # how many of the resumed transcript's first records repeat it
+    names: dict[str, str]  # the resumed transcript's uuid of a repeated record -> the origin's
+
+
+def _origin(path: Path, main: list[Entry], session_id: str, folders) -> Origin | None:
+    """The session this transcript continues, if it starts by repeating another's records."""
+    prints = [_fingerprint(e.data) for e in main]
+    best: Origin | None = None
+    for other in folders.starting_like(path, prints[0]):
+        everything = folders.entries(other)
+        theirs = [e for e in everything if not e.data.get("isSidechain")]
+        if not theirs:
+            continue
+        by_print = {_fingerprint(e.data): e for e in everything}
+        mine = _run(prints, by_print)
+        their_prints = [_fingerprint(e.data) for e in theirs]
+        own = set(prints)
+        their_run = _run(their_prints, own)
+        if not _continues((path, main, mine), (other, theirs, their_run)):
+            continue
+        if best is None or mine > best.repeated:
+            names = {e.uuid: by_print[p].uuid for e, p in zip(main[:mine], prints, strict=False)}
+            best = Origin(_session_id(other, theirs), theirs, other, mine, names)
+    if best is not None:
+        return best
+    # The origin's file is gone (Claude Code deletes old transcripts): records copied verbatim
+    # still carry its session id.
+    leading = []
+    for entry in main:
+        if entry.data.get("sessionId") in (session_id, None, ""):
+            break
+        leading.append(entry)
+    if leading and len({e.data.get("sessionId") for e in leading}) == 1:
+        origin_id = leading[0].data["sessionId"]
+        if isinstance(origin_id, str):
+            return Origin(origin_id, leading, None, len(leading), {})
+    return None
+
+
+def _run(prints: list[str], known) -> int:
+    """How many of the first `prints` are `known`."""
+    count = 0
+    for fingerprint in prints:
+        if fingerprint not in known:
+            break
+        count += 1
+    return count
+
+
+def _continues(mine: tuple, theirs: tuple) -> bool:
+    """Whether transcript `mine` continues `theirs`, each (path, main entries, how many of its
+    first records the other holds): when it repeats all of the other and goes on; when both
+    went on from a shared start, the one that went on later; the same records, the later name."""
+    path, entries, run = mine
+    other, their_entries, their_run = theirs
+    if run == 0:
+        return False
+    if run == len(entries) and their_run == len(their_entries):
+        return other.name < path.name
+    if run == len(entries):
+        return False  # the other continues this one
+    if their_run == len(their_entries):
+        return True
+    return (entries[run].ms, path.name) > (their_entries[their_run].ms, other.name)
+
+
+def _continuation(path, origin: Origin, main, sidechain, summaries, report, folders):
+    """A resumed transcript as a fork of its origin (written after it)."""
+    session_id = _session_id(path, main)
+    before: list[SessionBundle] = []
+    if origin.path is not None and origin.path.resolve() not in folders.imported:
+        before = read_transcript(origin.path, report, folders) or []
+    origin_turns = _turn_tree(origin.entries, ImportReport())
+    turn_of = {e.uuid: t.id for t in origin_turns for e in t.entries}
+    if origin.path is None:
+        # Its records are all there is of the origin: the origin is imported from them.
+        repeated = f"{path}: its first {origin.repeated} records (session {origin.session_id})"
+        base, _ = _build_session(
+            where=repeated,
+            session_id=origin.session_id,
+            entries=origin.entries,
+            routing_key=_routing_key(origin.entries, origin.session_id),
+            label=_label(summaries, origin.entries),
+            report=report,
+        )
+        before.append(base)
+    own = [_renamed(entry, origin.names) for entry in main[origin.repeated :]]
+    repeated_prints = {_fingerprint(e.data) for e in origin.entries}
+    own_sidechain = [e for e in sidechain if _fingerprint(e.data) not in repeated_prints]
+    last_repeated = main[origin.repeated - 1].uuid
+    fork_point = turn_of[origin.names.get(last_repeated, last_repeated)]
+    label = _label(summaries, own) if own else None
+    if label is None:
+        origin_label = _label(summaries, origin.entries)
+        label = label_from(f"{origin_label} (resumed)") if origin_label else None
+    routing_key = f"fork:{origin.session_id}:{session_id}"  # a fork (ARCHITECTURE.md §2)
+    if own:
+        bundle, agent_ids = _build_session(
+            where=str(path),
+            session_id=session_id,
+            entries=own,
+            routing_key=routing_key,
+            label=label,
+            report=report,
+            outer=turn_of,
+        )
+        _attach_subagents(bundle, agent_ids, own_sidechain, report)
+    else:  # resumed and left at once: a fork with no turn of its own yet
+        bundle = SessionBundle(where=str(path), session={
+            "id": session_id, "persona": PERSONA, "routing_key": routing_key, "label": label,
+            "root_turn_id": origin_turns[0].id, "current_turn_id": fork_point,
+            "created_at": main[-1].ms, "updated_at": main[-1].ms, "status": "active",
+        }, turns=[], messages=[], tool_calls=[])  # fmt: skip
+    bundle.session["root_turn_id"] = origin_turns[0].id
+    own_turns = len(bundle.turns)
+    report.continued(
+        str(path),
+        f"continues session {origin.session_id} (its first {origin.repeated} records repeat "
+        f"{origin.path or 'that session'}): a fork of it at turn {fork_point}, with "
+        f"{own_turns} turn{'s' * (own_turns != 1)} of its own",
+    )
+    return [*before, bundle]
+
+
+def _renamed(entry: Entry, names: dict[str, str]) -> Entry:
+    """An entry whose parent is a repeated record, named as in the origin."""
+    data = entry.data
+    renamed = {
+        key: names[data[key]]
+        for key in ("parentUuid", "logicalParentUuid")
+        if isinstance(data.get(key), str) and data[key] in names
+    }
+    if not renamed:
+        return entry
+    record = Record(entry.record.where, entry.record.line, data | renamed)
+    return Entry(record, entry.order, entry.ms)
 
 
 def _looks_like_claude(data: dict) -> bool:
@@ -298,17 +513,25 @@ class TurnBuild:
     compaction: bool = False
 
 
-def _turn_tree(entries: list[Entry], report: ImportReport) -> list[TurnBuild]:
-    """Group entries into turns along the parentUuid tree (parents before children)."""
+def _turn_tree(
+    entries: list[Entry], report: ImportReport, outer: dict[str, str] | None = None
+) -> list[TurnBuild]:
+    """Group entries into turns along the parentUuid tree (parents before children). An entry
+    whose parent is a line of `outer` (uuid -> turn id: the origin of a resumed session) starts
+    a turn below that turn."""
+    outer = outer or {}
     by_uuid = {e.uuid: e for e in entries}
     parent_of: dict[str, str | None] = {}
+    outer_turn: dict[str, str] = {}  # a root entry -> the other session's turn above it
     children: dict[str | None, list[Entry]] = defaultdict(list)
     previous = None
     for entry in entries:
         # A boundary starts a new root; its logical parent keeps the thread one tree.
         named = entry.data.get("logicalParentUuid" if entry.is_compact_boundary else "parentUuid")
         parent = named if isinstance(named, str) and named in by_uuid else None
-        if named is not None and parent is None:
+        if parent is None and isinstance(named, str) and named in outer:
+            outer_turn[entry.uuid] = outer[named]
+        elif named is not None and parent is None:
             # A parent in another file (resume) or on a skipped line: the line before it.
             parent = previous.uuid if previous else None
         parent_of[entry.uuid] = parent
@@ -333,7 +556,8 @@ def _turn_tree(entries: list[Entry], report: ImportReport) -> list[TurnBuild]:
             or entry is not siblings[0]  # a rewind below a non-prompt line: a branch turn
         )
         if starts:
-            turn = TurnBuild(entry.uuid, parent_turn.id if parent_turn else None)
+            above = parent_turn.id if parent_turn else outer_turn.get(entry.uuid)
+            turn = TurnBuild(entry.uuid, above)
             turn.compaction = entry.is_compact_boundary or entry.is_compact_summary
             turns.append(turn)
         else:
@@ -350,9 +574,10 @@ def _turn_tree(entries: list[Entry], report: ImportReport) -> list[TurnBuild]:
 # ----- rows -----------------------------------------------------------------------------------
 
 
-def _build_session(*, where, session_id, entries, routing_key, label, report):
-    """One session's bundle, and the agent ids its Task calls' results name."""
-    turns = _turn_tree(entries, report)
+def _build_session(*, where, session_id, entries, routing_key, label, report, outer=None):
+    """One session's bundle, and the agent ids its Task calls' results name. `outer`: turns of
+    another session the entries' parents may be in (uuid -> turn id), for a resumed session."""
+    turns = _turn_tree(entries, report, outer or {})
     reached = [e for t in turns for e in t.entries]
     last = max(reached, key=lambda e: (e.ms, e.order))
     tail = next(t for t in turns if last in t.entries)

@@ -130,20 +130,26 @@ def read_transcripts(
     """
     for path in paths:
         if not path.is_dir():
-            if bundle := _read_guarded(read_one, path, report, expected):
-                yield bundle
+            yield from _bundles(_read_guarded(read_one, path, report, expected))
             continue
         files = files_in(path)
         if not files:
             raise WrongFormat(f"{path} holds no .jsonl file: expected {expected}")
         for file in files:
             try:
-                bundle = _read_guarded(read_one, file, report, expected)
+                read = _read_guarded(read_one, file, report, expected)
             except WrongFormat as error:
                 report.wrong_format(str(file), str(error))
                 continue
-            if bundle:
-                yield bundle
+            yield from _bundles(read)
+
+
+def _bundles(read) -> list:
+    """What read_one gave: nothing, a bundle, or bundles in the order to write them (a
+    resumed session after the session it continues)."""
+    if not read:
+        return []
+    return read if isinstance(read, list) else [read]
 
 
 def _read_guarded(read_one: Callable, path: Path, report: ImportReport, expected: str):
