@@ -24,7 +24,15 @@ class Annotation(models.Model):
                 fields=["user", "session_id", "turn_id"], name="one_annotation_per_person"
             )
         ]
-        indexes = [models.Index(fields=["session_id", "turn_id"], name="annotation_target")]
+        indexes = [
+            models.Index(fields=["session_id", "turn_id"], name="annotation_target"),
+            # A turn's marks wherever they were made (a fork shows its origin's turns).
+            models.Index(fields=["turn_id"], name="annotation_turn"),
+            # "Sessions with a 👎", "👍 turns" (filters, datasets): by thumb, then target.
+            models.Index(fields=["thumb", "session_id"], name="annotation_thumb"),
+            models.Index(fields=["updated_at"], name="annotation_updated"),
+        ]
+        permissions = [("remove_any_annotation", "Can remove anyone's annotation")]
 
     def __str__(self) -> str:
         return f"{self.user} on {self.session_id}/{self.turn_id or '(session)'}"
@@ -44,3 +52,32 @@ class Label(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class Preference(models.Model):
+    """One person's choice at a branch point: of two sibling turns (two answers to one context,
+    or two branches), `chosen` is better than `rejected`. A ranking of N siblings is its
+    N·(N-1)/2 pairs; marking one the best, a pair with each other sibling. The branch point is
+    the siblings' common parent; ids are the ledger's, as text."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    session_id = models.TextField()  # the session it was chosen in
+    branch_turn_id = models.TextField()  # the siblings' parent
+    chosen_turn_id = models.TextField()
+    rejected_turn_id = models.TextField()
+    created_at = models.BigIntegerField()  # Unix ms
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "branch_turn_id", "chosen_turn_id", "rejected_turn_id"],
+                name="one_preference_per_pair",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["branch_turn_id"], name="preference_branch"),
+            models.Index(fields=["session_id"], name="preference_session"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.chosen_turn_id} over {self.rejected_turn_id}"

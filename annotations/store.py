@@ -1,10 +1,23 @@
-"""The few functions other rooms use to read and write annotations (see annotations/__init__)."""
+"""The few functions other rooms use to read and write annotations (see annotations/__init__).
 
-from collections import defaultdict
+Every read here is bounded by what a page shows: a page's sessions or turns (ids given), a
+label's name, or a capped list; none reads every annotation of a big ledger."""
+
+from collections import Counter, defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
-from annotations.models import Annotation
+from django.db import transaction
+from django.db.models import Count, Q
+
+from annotations.models import Annotation, Label, Preference
 from ledgerfacts.timestamps import now_ms
+
+# Labels offered as choices ("the ones in use"): the most used first, this many.
+LABELS_OFFERED = 200
+# Filters turn annotations into ledger ids: at most this many sessions or turns (the page says
+# when there are more: a filter past it would read an unbounded list into every query).
+FILTER_IDS_CAP = 10_000
 
 
 def on_session(session_id: str, turn_ids: Iterable[str] | None = None) -> dict[str, list]:
@@ -17,6 +30,17 @@ def on_session(session_id: str, turn_ids: Iterable[str] | None = None) -> dict[s
     for annotation in found.select_related("user").prefetch_related("labels").order_by("id"):
         by_turn[annotation.turn_id].append(annotation)
     return dict(by_turn)
+
+
+def on_target(session_id: str, turn_id: str = "") -> list[Annotation]:
+    """Everyone's annotations on one session ('' turn) or turn, oldest first, with their labels
+    and authors: two queries. A turn's are all of them, made in whichever session it was seen
+    in (a fork shows the turns it inherits from its origin)."""
+    if turn_id:
+        found = Annotation.objects.filter(turn_id=turn_id)
+    else:
+        found = Annotation.objects.filter(session_id=session_id, turn_id="")
+    return list(found.select_related("user").prefetch_related("labels").order_by("id"))
 
 
 def bookmarks(user=None, session_id: str | None = None):
@@ -46,3 +70,310 @@ def set_bookmark(user, session_id: str, turn_id: str, on: bool, note: str = "") 
     annotation.updated_at = now_ms()
     annotation.save()
     return annotation
+
+
+# -- Writing marks ---------------------------------------------------------------------------
+
+
+@dataclass
+class Marks:
+    """What a person gives a target: all of it replaces what they gave before."""
+
+    thumb: int | None = None  # +1, -1 or None
+    score: int | None = None  # 1-5 or None
+    note: str = ""
+    labels: list[str] = field(default_factory=list)
+
+    @property
+    def is_empty(self) -> bool:
+        return self.thumb is None and self.score is None and not self.note and not self.labels
+
+
+def save_marks(user, session_id: str, turn_id: str, marks: Marks) -> Annotation | None:
+    """Replace this person's thumb, score, note and labels on a target. An annotation left with
+    nothing (and no bookmark) is deleted: None. One short transaction."""
+    with transaction.atomic():
+        annotation = mine(user, session_id, turn_id)
+        if marks.is_empty and not annotation.bookmarked:
+            if annotation.pk:
+                annotation.delete()
+            return None
+        annotation.thumb, annotation.score, annotation.note = marks.thumb, marks.score, marks.note
+        annotation.updated_at = now_ms()
+        annotation.save()
+        kept = set(marks.labels)
+        annotation.labels.exclude(name__in=kept).delete()
+        have = set(annotation.labels.values_list("name", flat=True))
+        Label.objects.bulk_create(
+            [Label(annotation=annotation, name=name) for name in marks.labels if name not in have]
+        )
+    return annotation
+
+
+def may_remove(user, annotation: Annotation) -> bool:
+    """Each person edits and removes their own; operators may remove anyone's."""
+    return annotation.user_id == user.pk or user.has_perm("annotations.remove_any_annotation")
+
+
+def remove(annotation: Annotation) -> None:
+    """Remove an annotation's marks (thumb, score, note, labels). A bookmark is its owner's
+    and stays (it is the tree's, issue 28); with none the row goes."""
+    with transaction.atomic():
+        if annotation.bookmarked:
+            annotation.labels.all().delete()
+            annotation.thumb = annotation.score = None
+            annotation.note = ""
+            annotation.updated_at = now_ms()
+            annotation.save()
+        else:
+            annotation.delete()
+
+
+# -- Reading marks for pages ------------------------------------------------------------------
+
+
+def marked() -> Q:
+    """Annotations holding a mark (not only a bookmark)."""
+    return Q(thumb__isnull=False) | Q(score__isnull=False) | ~Q(note="") | Q(labels__isnull=False)
+
+
+@dataclass
+class Summary:
+    """Everyone's marks on a target (or on a session and all its turns), counted."""
+
+    up: int = 0
+    down: int = 0
+    notes: int = 0
+    scores: list[int] = field(default_factory=list)
+    labels: Counter = field(default_factory=Counter)
+    people: int = 0
+
+    @property
+    def score(self) -> float | None:
+        """The mean score, when anyone gave one."""
+        return sum(self.scores) / len(self.scores) if self.scores else None
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.up or self.down or self.notes or self.scores or self.labels)
+
+    SHOWN_LABELS = 3
+
+    @property
+    def top_labels(self) -> list[tuple[str, int]]:
+        """The most used labels, as a row has room for (a template cannot call most_common:
+        it looks the name up in the Counter first, and finds 0)."""
+        return self.labels.most_common(self.SHOWN_LABELS)
+
+    @property
+    def more_labels(self) -> int:
+        return max(0, len(self.labels) - self.SHOWN_LABELS)
+
+    def as_json(self) -> dict:
+        return {
+            "up": self.up,
+            "down": self.down,
+            "notes": self.notes,
+            "score": self.score,
+            "scores": len(self.scores),
+            "labels": dict(self.labels.most_common()),
+        }
+
+
+def summaries(session_ids: Iterable[str]) -> dict[str, Summary]:
+    """Marks counted per session, its turns' included, for a page's sessions: two grouped
+    queries, whatever the number of annotations."""
+    ids = list(dict.fromkeys(session_ids))
+    if not ids:
+        return {}
+    found: dict[str, Summary] = defaultdict(Summary)
+    rows = (
+        Annotation.objects.filter(session_id__in=ids)
+        .values("session_id", "thumb", "score")
+        .annotate(n=Count("id"), notes=Count("id", filter=~Q(note="")))
+        .order_by()
+    )
+    for row in rows:
+        _count(found[row["session_id"]], row)
+    labels = (
+        Label.objects.filter(annotation__session_id__in=ids)
+        .values("annotation__session_id", "name")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for row in labels:
+        found[row["annotation__session_id"]].labels[row["name"]] += row["n"]
+    return {k: v for k, v in found.items() if not v.is_empty}
+
+
+def by_turn(turn_ids: Iterable[str]) -> dict[str, Summary]:
+    """Marks counted per turn, wherever they were made, for a page's turns: two grouped queries
+    by the turn index."""
+    ids = [t for t in dict.fromkeys(turn_ids) if t]
+    if not ids:
+        return {}
+    found: dict[str, Summary] = defaultdict(Summary)
+    rows = (
+        Annotation.objects.filter(turn_id__in=ids)
+        .values("turn_id", "thumb", "score")
+        .annotate(n=Count("id"), notes=Count("id", filter=~Q(note="")))
+        .order_by()
+    )
+    for row in rows:
+        _count(found[row["turn_id"]], row)
+    labels = (
+        Label.objects.filter(annotation__turn_id__in=ids)
+        .values("annotation__turn_id", "name")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for row in labels:
+        found[row["annotation__turn_id"]].labels[row["name"]] += row["n"]
+    return {k: v for k, v in found.items() if not v.is_empty}
+
+
+def _count(summary: Summary, row: dict) -> None:
+    """Add a grouped row (thumb, score, n annotations, notes of them) to a summary."""
+    summary.up += row["n"] if row["thumb"] == 1 else 0
+    summary.down += row["n"] if row["thumb"] == -1 else 0
+    summary.notes += row["notes"]
+    if row["score"] is not None:
+        summary.scores += [row["score"]] * row["n"]
+    summary.people += row["n"]
+
+
+def labels_in_use(limit: int = LABELS_OFFERED) -> list[str]:
+    """Label names, the most used first (ties by name)."""
+    rows = Label.objects.values("name").annotate(n=Count("id")).order_by("-n", "name")[:limit]
+    return [row["name"] for row in rows]
+
+
+# -- Filters: annotations to ledger ids --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MarkFilter:
+    """Which annotations a filter keeps: a label, a thumb (+1/-1), a note holding text, or any
+    mark at all (`annotated`). Empty: no filter."""
+
+    label: str = ""
+    thumb: int | None = None
+    annotated: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.label or self.thumb is not None or self.annotated)
+
+    def annotations(self, *, turns: bool | None = None):
+        found = Annotation.objects.all()
+        if turns is True:
+            found = found.exclude(turn_id="")
+        elif turns is False:
+            found = found.filter(turn_id="")
+        if self.label:
+            found = found.filter(labels__name=self.label)
+        if self.thumb is not None:
+            found = found.filter(thumb=self.thumb)
+        if self.annotated:
+            found = found.filter(marked())
+        return found
+
+    def describe(self) -> str:
+        parts = []
+        if self.label:
+            parts.append(f"labelled “{self.label}”")
+        if self.thumb == 1:
+            parts.append("with a 👍")
+        elif self.thumb == -1:
+            parts.append("with a 👎")
+        if self.annotated and not parts:
+            parts.append("annotated")
+        return " and ".join(parts)
+
+
+@dataclass
+class Ids:
+    """Ledger ids a filter matched, and whether it stopped at the cap."""
+
+    ids: list
+    capped: bool
+
+
+def session_ids(mark: MarkFilter, cap: int = FILTER_IDS_CAP) -> Ids:
+    """Sessions holding such an annotation, on the session itself or on one of its turns (in no
+    order: the ledger query that uses them orders its page)."""
+    rows = mark.annotations().order_by().values_list("session_id", flat=True).distinct()
+    found = list(rows[: cap + 1])
+    return Ids(found[:cap], len(found) > cap)
+
+
+def turn_ids(mark: MarkFilter, session_id: str | None = None, cap: int = FILTER_IDS_CAP) -> Ids:
+    """(session id, turn id) of the turns holding such an annotation, newest first."""
+    found = mark.annotations(turns=True)
+    if session_id is not None:
+        found = found.filter(session_id=session_id)
+    # Newest first; a turn labelled by two people comes once (deduplicated here: DISTINCT with
+    # that order would keep both rows).
+    rows = found.order_by("-updated_at", "-id").values_list("session_id", "turn_id")
+    unique = list(dict.fromkeys(rows[: 2 * cap + 1]))
+    return Ids(unique[:cap], len(unique) > cap)
+
+
+# -- Preferences at branch points --------------------------------------------------------------
+
+
+def prefer(user, session_id: str, branch_turn_id: str, ranked: list[str], rest: list[str]):
+    """Record a person's order of sibling turns at a branch point: `ranked` best first, then
+    `rest` (not ordered among themselves) below the last of them. Replaces this person's earlier
+    choices between these turns (a pair the other way round goes). Returns the pairs kept."""
+    pairs = [
+        (better, worse)
+        for i, better in enumerate(ranked)
+        for worse in [*ranked[i + 1 :], *rest]
+        if better != worse
+    ]
+    involved = {*ranked, *rest}
+    now = now_ms()
+    with transaction.atomic():
+        Preference.objects.filter(
+            user=user,
+            branch_turn_id=branch_turn_id,
+            chosen_turn_id__in=involved,
+            rejected_turn_id__in=involved,
+        ).delete()
+        Preference.objects.bulk_create(
+            [
+                Preference(
+                    user=user,
+                    session_id=session_id,
+                    branch_turn_id=branch_turn_id,
+                    chosen_turn_id=better,
+                    rejected_turn_id=worse,
+                    created_at=now,
+                )
+                for better, worse in pairs
+            ]
+        )
+    return pairs
+
+
+def forget_preferences(user, branch_turn_id: str) -> int:
+    deleted, _ = Preference.objects.filter(user=user, branch_turn_id=branch_turn_id).delete()
+    return deleted
+
+
+def preferences_at(branch_turn_ids: Iterable[str]) -> dict[str, list[Preference]]:
+    """Everyone's preference pairs at these branch points, by branch point: one query."""
+    ids = list(dict.fromkeys(branch_turn_ids))
+    found: dict[str, list[Preference]] = defaultdict(list)
+    if not ids:
+        return {}
+    rows = Preference.objects.filter(branch_turn_id__in=ids).select_related("user")
+    for preference in rows.order_by("created_at", "id"):
+        found[preference.branch_turn_id].append(preference)
+    return dict(found)
+
+
+def preferences_between(a: str, b: str) -> list[Preference]:
+    """Everyone's choices between two turns, either way round."""
+    pair = Q(chosen_turn_id=a, rejected_turn_id=b) | Q(chosen_turn_id=b, rejected_turn_id=a)
+    return list(Preference.objects.filter(pair).select_related("user").order_by("id"))

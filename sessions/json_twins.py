@@ -41,6 +41,7 @@ def session_list(filters: SessionFilters, page: SessionPage) -> dict:
                 "branches": r.leaves,
                 "hint": r.hint,
                 "cost": r.cost.as_json() if r.cost else None,
+                "annotations": r.marks.as_json() if r.marks else None,
             }
             for r in page.rows
         ],

@@ -11,6 +11,8 @@ from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
+from annotations import store as annotation_store
+from annotations.store import MarkFilter
 from ledgerfacts.commands import as_typed
 from ledgerweb import dialect, sqlite
 from ledgerweb.costs import CostSum, usd
@@ -33,6 +35,7 @@ HIDDEN_STATUSES = ("archived", "deleted")
 # "active": in most ledgers it lists the very sessions the default lists. Any status still works
 # from the address (?status=active), and the select then shows it.
 STATUS_CHOICES = (*HIDDEN_STATUSES, "all")
+THUMBS = {"up": 1, "down": -1}
 
 
 def status_choices(selected: str) -> list[str]:
@@ -51,8 +54,24 @@ class SessionFilters:
     since: date | None = None
     until: date | None = None
     sort: str = "activity"
+    label: str = ""  # sessions with this label, on the session or one of its turns
+    thumb: str = ""  # "up" / "down": sessions with a 👍 / 👎, on the session or a turn
     after: Cursor | None = None  # where the previous page ended (the list view reads it)
     errors: dict[str, str] = field(default_factory=dict)
+    _marked: annotation_store.Ids | None = None
+
+    @property
+    def mark(self) -> MarkFilter:
+        return MarkFilter(label=self.label, thumb=THUMBS.get(self.thumb))
+
+    @property
+    def marked(self) -> annotation_store.Ids | None:
+        """The sessions the annotation filters keep (read once per page), None without them."""
+        if not self.mark:
+            return None
+        if self._marked is None:
+            self._marked = annotation_store.session_ids(self.mark)
+        return self._marked
 
     @classmethod
     def from_query(cls, params) -> "SessionFilters":
@@ -76,6 +95,8 @@ class SessionFilters:
             until=read(params, "until", iso_date, errors),
             sort=read(params, "sort", choice(*SORTS), errors, "sorted by last activity")
             or "activity",
+            label=chosen("label"),
+            thumb=value("thumb", choice(*THUMBS)),
             errors=errors,
         )
         if f.since and f.until and f.until < f.since:
@@ -94,6 +115,8 @@ class SessionFilters:
             "since": self.since.isoformat() if self.since else "",
             "until": self.until.isoformat() if self.until else "",
             "sort": "" if self.sort == "activity" else self.sort,
+            "label": self.label,
+            "thumb": self.thumb,
         } | changes
         return {k: v for k, v in values.items() if v}
 
@@ -131,6 +154,9 @@ def filtered_sessions(f: SessionFilters, *, newest_first_walk: bool = False):
     elif f.kind == MAIN:
         for kind in (SUBAGENT, FORK):
             qs = qs.exclude(routing_key__gte=f"{kind}:", routing_key__lt=f"{kind};")
+    if f.marked is not None:
+        ids_sql, ids = sqlite.in_list(f.marked.ids)
+        qs = qs.filter(RawSQL(f'"sessions"."id" IN {ids_sql}', ids, output_field=BooleanField()))
     column = SORTS[f.sort]
     if f.since:
         qs = qs.filter(**{f"{column}__gte": _day_start_ms(f.since)})
@@ -189,6 +215,7 @@ class SessionRow:
     leaves: int = 0
     hint: str = ""
     cost: CostSum | None = None  # its own turns' (sessions.usage.session_costs)
+    marks: annotation_store.Summary | None = None  # everyone's annotations, its turns' too
 
     @property
     def routing(self) -> RoutingKey:
@@ -225,7 +252,25 @@ def session_page(f: SessionFilters) -> SessionPage:
     costs = session_costs(r.session.id for r in rows)
     for row in rows:
         row.cost = costs.get(row.session.id)
-    return SessionPage(rows, count, cursor)
+    _add_marks(rows)
+    return SessionPage(rows, count, cursor, _marked_note(f))
+
+
+def _add_marks(rows: list[SessionRow]) -> None:
+    """Everyone's annotations on the page's sessions, counted (two queries on ledgerweb's
+    database, whatever their number)."""
+    marks = annotation_store.summaries(r.session.id for r in rows)
+    for row in rows:
+        row.marks = marks.get(row.session.id)
+
+
+def _marked_note(f: SessionFilters) -> str:
+    if f.marked is None or not f.marked.capped:
+        return ""
+    return (
+        f"More than {annotation_store.FILTER_IDS_CAP:,} sessions are {f.mark.describe()}:"
+        " this list holds those among the first of them."
+    )
 
 
 def _page_by_cost(f: SessionFilters, count: CappedCount) -> SessionPage:
@@ -242,12 +287,13 @@ def _page_by_cost(f: SessionFilters, count: CappedCount) -> SessionPage:
     shown = ranked[start : start + PAGE_SIZE]
     rows = [SessionRow(s, cost=costs[s.id]) for s in shown]
     _fill_row_numbers(rows)
+    _add_marks(rows)
     more = start + PAGE_SIZE < len(ranked)
     cursor = page_cursor(usd(costs[shown[-1].id].amount), shown[-1].id) if more else None
     note = ""
     if count.capped or count.value > COST_SORT_SCOPE:
         note = f"Sorted by cost among the {COST_SORT_SCOPE:,} most recently active of them."
-    return SessionPage(rows, count, cursor, note)
+    return SessionPage(rows, count, cursor, " ".join(filter(None, (note, _marked_note(f)))))
 
 
 def _fill_row_numbers(rows: list[SessionRow]) -> None:

@@ -1,14 +1,25 @@
 from django.urls import path
 
-from sessions import views
+from sessions import annotating, views
 
 app_name = "sessions"
 urlpatterns = [
     path("", views.session_list, name="list"),
     path("<id:session_id>/", views.session_detail, name="detail"),
     path("<id:session_id>/compare/", views.compare, name="compare"),
+    path("<id:session_id>/annotations/", annotating.annotate_session, name="annotate"),
+    path(
+        "<id:session_id>/annotations/<int:annotation_id>/remove/",
+        annotating.remove_annotation,
+        name="remove_annotation",
+    ),
     path("<id:session_id>/turns/<id:turn_id>/", views.turn_detail, name="turn"),
     path("<id:session_id>/turns/<id:turn_id>/thread/", views.thread, name="thread"),
+    path(
+        "<id:session_id>/turns/<id:turn_id>/annotations/",
+        annotating.annotate_turn,
+        name="annotate_turn",
+    ),
     path("<id:session_id>/turns/<id:turn_id>/fork/", views.fork, name="fork"),
     path("<id:session_id>/turns/<id:turn_id>/export.json", views.export, name="export"),
     path("<id:session_id>/turns/<id:turn_id>/calls/<id:call_id>/", views.tool_call, name="call"),

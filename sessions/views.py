@@ -6,6 +6,8 @@ from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
+from annotations import display as annotation_display
+from annotations import store as annotation_store
 from ledgerweb import downloads, long_values, sqlite
 from ledgerweb.html_parts import IdUrls, css_name
 from ledgerweb.http import respond
@@ -82,6 +84,7 @@ def _session_list_page(request: HttpRequest, filters: SessionFilters, page) -> H
         ],
         "statuses": status_choices(filters.status),
         "kinds": KINDS,
+        "labels": _label_choices(filters.label),
     }
     template = "sessions/list.html"
     if request.htmx and request.GET.get("after"):
@@ -89,6 +92,12 @@ def _session_list_page(request: HttpRequest, filters: SessionFilters, page) -> H
     elif request.htmx:
         template += "#results"
     return render(request, template, ctx)
+
+
+def _label_choices(selected: str) -> list[str]:
+    """The labels in use, and the one asked for even when no annotation holds it any more."""
+    labels = annotation_store.labels_in_use()
+    return labels if not selected or selected in labels else [selected, *labels]
 
 
 def _session_context(request: HttpRequest, session: Session, selected_id: str | None) -> dict:
@@ -237,9 +246,10 @@ def _session_twin(request: HttpRequest, session: Session) -> dict:
     strict(request.GET, "unfold", choice("all"))  # the twin holds every turn, folded or not
     number, _ = _positive_number(request.GET, "page")
     session_tree = load_tree(session)
+    marks = annotation_display.as_json(annotation_store.on_target(session.id))
     return json_twins.session_detail(
         session_tree, number or 1, lambda n: _page_url(request, session, n)
-    ) | {"map": _whole_map(session_tree).as_json()}
+    ) | {"map": _whole_map(session_tree).as_json(), "annotations": marks}
 
 
 def _whole_map(session_tree: SessionTree):
@@ -342,7 +352,8 @@ def _turn_twin(ctx: dict, turn_id: str) -> dict:
     # Scripts get every payload, also those a long list loads only when a call is opened.
     add_payloads([c for c in ctx["detail"].tool_calls if c.parameters is None], turn_id)
     forks = ctx["tree"].forks_at.get(turn_id, [])
-    return json_twins.turn(ctx["turn"], ctx["detail"], forks)
+    marks = annotation_display.as_json(annotation_store.on_target(ctx["session"].id, turn_id))
+    return json_twins.turn(ctx["turn"], ctx["detail"], forks) | {"annotations": marks}
 
 
 @require_GET
@@ -425,6 +436,7 @@ def thread(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
 
 def _thread_page(request: HttpRequest, ctx: dict) -> HttpResponse:
     ctx |= {
+        "marks": annotation_store.by_turn(s.turn.id for s in ctx["thread"].page_steps),
         "resume": ctx["thread"].resume_cost(cached=False),
         "resume_cached": ctx["thread"].resume_cost(cached=True),
         "can_fork": request.user.has_perm("conversations.fork_session"),

@@ -16,7 +16,10 @@ def create_roles(apps, schema_editor):
         create_permissions(app_config, verbosity=0, using=schema_editor.connection.alias, apps=apps)
         app_config.models_module = None
 
-    sync_roles(apps.get_model("auth", "Group"), apps.get_model("auth", "Permission"))
+    # missing_ok: the permissions of apps migrated later are granted by their own migrations.
+    sync_roles(
+        apps.get_model("auth", "Group"), apps.get_model("auth", "Permission"), missing_ok=True
+    )
 
 
 def remove_roles(apps, schema_editor):
