@@ -7,7 +7,7 @@ With htmx a post answers the annotations block it came from; without, it goes ba
 from django.contrib import messages as flash
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -57,10 +57,9 @@ def annotate_turn(request: HttpRequest, session_id: str, turn_id: str) -> HttpRe
 
 def _annotate(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     if request.method == "GET":
-        # The block alone for htmx; a link followed is the page holding it.
-        if request.htmx:
-            return render(request, BLOCK, block(request.user, session_id, turn_id))
-        return redirect(_page_of(session_id, turn_id))
+        # The block alone for htmx; followed as a link, a page of its own around it.
+        template = BLOCK if request.htmx else "annotations/page.html"
+        return render(request, template, block(request.user, session_id, turn_id))
     form = MarksForm.read(request.POST)
     if request.POST.get("clear") == "1":
         form = MarksForm(store.Marks())
@@ -80,9 +79,12 @@ def _annotate(request: HttpRequest, session_id: str, turn_id: str) -> HttpRespon
 
 
 @require_POST
-def remove_annotation(request: HttpRequest, session_id: str, annotation_id: int) -> HttpResponse:
+def remove_annotation(request: HttpRequest, session_id: str, annotation_id: str) -> HttpResponse:
+    # str in the URL (every address answers the login page first, tests/test_login_required.py)
+    if not (annotation_id.isascii() and annotation_id.isdigit() and len(annotation_id) < 19):
+        raise Http404("No such annotation")
     annotation = (
-        Annotation.objects.filter(pk=annotation_id, session_id=session_id)
+        Annotation.objects.filter(pk=int(annotation_id), session_id=session_id)
         .select_related("user")
         .first()
     )

@@ -9,7 +9,7 @@ urlpatterns = [
     path("<id:session_id>/compare/", views.compare, name="compare"),
     path("<id:session_id>/annotations/", annotating.annotate_session, name="annotate"),
     path(
-        "<id:session_id>/annotations/<int:annotation_id>/remove/",
+        "<id:session_id>/annotations/<str:annotation_id>/remove/",
         annotating.remove_annotation,
         name="remove_annotation",
     ),

@@ -60,7 +60,7 @@ def test_a_viewer_labels_scores_and_notes_a_turn_without_htmx(viewer_client, vie
     block = page[page.index('id="turn-annotations"') :]
     assert "vera" in block and "👎" in block and "2/5" in block
     assert "<strong>gmail</strong>" in block  # the note's Markdown, rendered
-    assert '>wrong-tool</a>' in block and ">slow</a>" in block
+    assert ">wrong-tool</a>" in block and ">slow</a>" in block
     assert ledger_digest() == before  # the ledger is never written
 
 
@@ -177,13 +177,15 @@ def test_a_turn_of_another_session_is_not_annotated_under_this_one(viewer_client
     assert not Annotation.objects.exists()
 
 
-def test_following_the_block_s_address_lands_on_the_page_holding_it(viewer_client, convo):
-    response = viewer_client.get("/sessions/S1/turns/T2/annotations/")
-    assert response.status_code == 302
-    assert response["Location"] == "/sessions/S1/turns/T2/#turn-annotations"
+def test_the_block_s_address_is_a_page_of_its_own_or_the_block_for_htmx(viewer_client, convo):
+    annotate(viewer_client, labels="wrong-tool")
+    page = viewer_client.get("/sessions/S1/turns/T2/annotations/").content.decode()
+    parse_html(page)
+    assert 'href="/sessions/S1/turns/T2/">turn <code>T2</code></a>' in page  # the way back
+    assert ">wrong-tool</a>" in page
     fragment = viewer_client.get("/sessions/S1/turns/T2/annotations/", headers=HTMX)
     parse_fragment(fragment.content)
-    assert b"Annotate this turn" in fragment.content
+    assert b"Edit your annotation" in fragment.content
 
 
 def test_labels_in_use_are_offered(client, viewer, operator, convo):

@@ -31,6 +31,9 @@ URLS = {
     "sessions:export": ("/sessions/S1/turns/T2/export.json", 200),
     "sessions:call": ("/sessions/S1/turns/T2/calls/C1/", 200),
     "sessions:payload": ("/sessions/S1/turns/T2/payload/result/C1/", 200),
+    "sessions:annotate": ("/sessions/S1/annotations/", 200),
+    "sessions:annotate_turn": ("/sessions/S1/turns/T2/annotations/", 200),
+    "sessions:remove_annotation": ("/sessions/S1/annotations/1/remove/", 405),
     "pipeline:dashboard": (f"/pipeline/?since={T0 - 3_600_000}&until={T0 + 3_600_000}", 200),
     "pipeline:chart": ("", 200),  # every chart: see CHART_URLS
     "pipeline:requests": ("/pipeline/requests/?status=failed", 200),
