@@ -12,9 +12,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotations import store
-from annotations.display import block
+from annotations.display import as_json, block
 from annotations.marks_form import MarksForm
 from annotations.models import Annotation
+from ledgerweb.http import respond
 from sessions.membership import turn_in_session
 from sessions.models import Session
 
@@ -59,7 +60,15 @@ def _annotate(request: HttpRequest, session_id: str, turn_id: str) -> HttpRespon
     if request.method == "GET":
         # The block alone for htmx; followed as a link, a page of its own around it.
         template = BLOCK if request.htmx else "annotations/page.html"
-        return render(request, template, block(request.user, session_id, turn_id))
+        return respond(
+            request,
+            page=lambda: render(request, template, block(request.user, session_id, turn_id)),
+            twin=lambda: {
+                "session_id": session_id,
+                "turn_id": turn_id or None,
+                "annotations": as_json(store.on_target(session_id, turn_id)),
+            },
+        )
     form = MarksForm.read(request.POST)
     if request.POST.get("clear") == "1":
         form = MarksForm(store.Marks())
