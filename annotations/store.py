@@ -377,3 +377,35 @@ def preferences_between(a: str, b: str) -> list[Preference]:
     """Everyone's choices between two turns, either way round."""
     pair = Q(chosen_turn_id=a, rejected_turn_id=b) | Q(chosen_turn_id=b, rejected_turn_id=a)
     return list(Preference.objects.filter(pair).select_related("user").order_by("id"))
+
+
+@dataclass
+class Scope:
+    """The ledger rows a mark filter keeps, for a walk that meets rows one by one (search): a
+    row of an annotated turn, or any row of a session annotated as a whole."""
+
+    turns: set
+    sessions: set
+    capped: bool
+
+    def holds(self, session_id, turn_id) -> bool:
+        return str(turn_id) in self.turns or str(session_id) in self.sessions
+
+
+def scope(mark: MarkFilter, cap: int = FILTER_IDS_CAP) -> Scope:
+    turns = turn_ids(mark, cap=cap)
+    sessions = list(
+        mark.annotations(turns=False).values_list("session_id", flat=True).distinct()[: cap + 1]
+    )
+    return Scope(
+        {turn for _, turn in turns.ids}, set(sessions[:cap]), turns.capped or len(sessions) > cap
+    )
+
+
+def with_notes(mark: MarkFilter | None = None, session_id: str = ""):
+    """Annotations holding a note, newest first (for note search), narrowed by a mark filter
+    and a session."""
+    found = (mark.annotations() if mark else Annotation.objects.all()).exclude(note="")
+    if session_id:
+        found = found.filter(session_id=session_id)
+    return found.select_related("user").order_by("-updated_at", "-id")

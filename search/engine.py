@@ -358,6 +358,9 @@ class Filters:
     since_ms: int | None = None
     until_ms: int | None = None
     session_id: str = ""
+    # Only rows of annotated turns and sessions (annotations.store.Scope), kept by the walk of
+    # search/results.py: annotations live in another database than the index.
+    marked: object | None = None
 
 
 def _where(

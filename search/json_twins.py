@@ -5,7 +5,28 @@ def search(ctx: dict) -> dict:
     """What the results page shows: the query, the ids it names, the hits by session."""
     form = ctx["form"]
     page = ctx.get("page")
+    notes = ctx.get("notes")
     return {
+        "notes": None
+        if notes is None
+        else {
+            "more": notes.more,
+            "scanned": notes.scanned,
+            "scan_capped": notes.scan_capped,
+            "hits": [
+                {
+                    "user": n.user,
+                    "session_id": n.session_id,
+                    "turn_id": n.turn_id or None,
+                    "updated_at": n.updated_at,
+                    "snippet": str(n.snippet),
+                    "url": n.url,
+                }
+                for n in notes.hits
+            ],
+        },
+        # With an annotation filter the matches are not counted ahead (search/views.py).
+        "counted": not ctx.get("uncounted", False),
         "query": form.as_query(),
         "errors": form.errors,
         "query_error": ctx.get("query_error"),

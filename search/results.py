@@ -118,6 +118,11 @@ class Walk:
                 return
         self.cursor = None
 
+    def _in_scope(self, read: "_Found | None") -> bool:
+        """Whether a row is among the annotated ones asked for (any row, without that filter)."""
+        marked = self.filters.marked
+        return read is None or marked is None or marked.holds(read.row.session_id, read.row.turn_id)
+
     def _rows_of_one(self):
         """(position, match, read, answers) of rows of one document, newest first."""
         batch = CHECK_BATCH if self.query.needs_check else self.wanted
@@ -126,8 +131,8 @@ class Walk:
             found = engine.search(self.query.match, self.filters, cursor, batch)
             for match, read in zip(found, _read_back(found), strict=True):
                 cursor = match.id
-                answers = True
-                if read is not None and self.query.needs_check:
+                answers = self._in_scope(read)
+                if answers and read is not None and self.query.needs_check:
                     self.checked += 1
                     answers = self.query.finds([text for _, text in read.texts])
                 yield match.id, match, read, answers
@@ -146,7 +151,7 @@ class Walk:
                 self.checked += self.query.needs_check
                 match = read.match if read else engine.Match(head, kind, src, 0, 0)
                 match.id = head
-                yield head, match, read, read is not None and read.answers
+                yield head, match, read, read is not None and read.answers and self._in_scope(read)
             if len(found) < PIECES_BATCH:
                 return
 

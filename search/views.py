@@ -9,11 +9,13 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseClientRedirect
 
+from annotations import store
+from annotations.store import MarkFilter
 from ledgerfacts.timestamps import now_ms
 from ledgerweb.http import respond
 from ledgerweb.params import WINDOWS, Invalid, moment_ms, read, sqlite_number
 from ledgerweb.sqlite import LedgerQueryTimeout
-from search import engine, ids, indexer, json_twins, results
+from search import engine, ids, indexer, json_twins, notes, results
 from search.models import IndexState
 from search.query import QueryError, parse
 
@@ -25,9 +27,20 @@ KINDS = {
     "tools": ["tool_call"],
     "requests": ["request"],
 }
-KIND_LABELS = {"messages": "messages", "tools": "tool calls", "requests": "requests"}
+KIND_LABELS = {
+    "messages": "messages",
+    "tools": "tool calls",
+    "requests": "requests",
+    "notes": "people's notes",
+}
+# Notes are people's annotations, searched beside the index (search/notes.py).
+NOTES = "notes"
+THUMBS = {"up": 1, "down": -1}
 # The query parameters the form keeps as text.
-TEXT_FIELDS = ("q", "kind", "persona", "channel", "status", "window", "since", "until", "session")
+TEXT_FIELDS = (
+    "q", "kind", "persona", "channel", "status", "window", "since", "until", "session", "label",
+    "thumb",
+)  # fmt: skip
 # The ledger's tables as the index status names them.
 BACKLOG_NAMES = {
     "messages": "messages",
@@ -55,6 +68,8 @@ class SearchForm:
     since: str = ""
     until: str = ""
     session: str = ""  # only this session's turns (the session page's find box without JS)
+    label: str = ""  # only turns (and sessions) labelled so
+    thumb: str = ""  # only turns (and sessions) given a 👍 (up) or a 👎 (down)
     before: int | None = None
     count: int | None = None  # the first page's count, carried by its next links
     errors: dict[str, str] = field(default_factory=dict)
@@ -70,8 +85,15 @@ class SearchForm:
             form.status,
             session_id=form.session,
         )
-        if form.kind and form.kind not in KINDS:
-            form.errors["kind"] = f"Unknown kind “{form.kind}”: choose messages, tools or requests."
+        if form.kind and form.kind not in KINDS and form.kind != NOTES:
+            form.errors["kind"] = (
+                f"Unknown kind “{form.kind}”: choose messages, tools, requests or notes."
+            )
+        if form.thumb and form.thumb not in THUMBS:
+            form.errors["thumb"] = f"thumb={form.thumb[:20]!r}: choose up (👍) or down (👎)."
+            form.thumb = ""
+        if form.mark:
+            form.filters.marked = store.scope(form.mark)
         if form.window:
             if form.window in WINDOWS:
                 form.filters.since_ms = now_ms() - WINDOWS[form.window]
@@ -88,6 +110,10 @@ class SearchForm:
 
     def as_query(self) -> dict[str, str]:
         return {name: getattr(self, name) for name in TEXT_FIELDS if getattr(self, name)}
+
+    @property
+    def mark(self) -> MarkFilter:
+        return MarkFilter(label=self.label, thumb=THUMBS.get(self.thumb))
 
 
 def _page_link(raw: str) -> int:
@@ -107,7 +133,13 @@ def search(request: HttpRequest) -> HttpResponse:
     jumps = ids.find(form.q) if form.q else []
     # A page (not the twin) with one place to go goes there: nothing is searched.
     only_jump = ids.one_place(jumps) if form.before is None else None
-    ctx = {"form": form, "jumps": jumps, "kinds": KIND_LABELS, "windows": WINDOWS}
+    ctx = {
+        "form": form,
+        "jumps": jumps,
+        "kinds": KIND_LABELS,
+        "windows": WINDOWS,
+        "labels": store.labels_in_use(),
+    }
     return respond(
         request,
         page=lambda: _jump(request, only_jump) if only_jump else _results_page(request, ctx),
@@ -117,10 +149,27 @@ def search(request: HttpRequest) -> HttpResponse:
 
 def _searched(ctx: dict) -> dict:
     """The page's context with the index brought on a little, and the results when asked."""
+    form = ctx["form"]
+    if form.kind == NOTES:  # people's notes only: the ledger's index is not asked
+        return ctx | {"caught_up_at": None, "backlog": {}} | _notes(form)
     ctx = ctx | _index_status()
-    if ctx["form"].q and not ctx.get("unindexable"):
-        ctx |= _results(ctx["form"])
+    if form.q and not ctx.get("unindexable"):
+        ctx |= _results(form)
+        if not form.kind and form.before is None:  # notes on the first page of everything
+            ctx |= _notes(form)
     return ctx
+
+
+def _notes(form: SearchForm) -> dict:
+    """People's notes matching the query (search/notes.py), within the annotation filters and
+    the session asked for."""
+    if not form.q:
+        return {}
+    try:
+        query = parse(form.q)
+    except QueryError as error:
+        return {"query_error": str(error)}
+    return {"notes": notes.search_notes(query, form.mark if form.mark else None, form.session)}
 
 
 def _jump(request: HttpRequest, url: str) -> HttpResponse:
@@ -167,6 +216,10 @@ def _results(form: SearchForm) -> dict:
         return {"query_error": str(error)}
     try:
         page = results.run(query, form.filters, form.before)
+        if form.mark:
+            # Annotations live in another database than the index: the walk keeps the
+            # annotated rows as it meets them, and nothing counts them ahead.
+            return {"page": page, "uncounted": True}
         total = form.count if form.before is not None else None
         upper = query.needs_check
         if total is None:  # the first page counts; its next links carry the count on
