@@ -81,3 +81,24 @@ class Preference(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user}: {self.chosen_turn_id} over {self.rejected_turn_id}"
+
+
+class Visit(models.Model):
+    """A turn a person has opened (its panel or its page), so the tree can mark where they have
+    been (issue 28). One row per person and turn: the first and the latest time."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    session_id = models.TextField()
+    turn_id = models.TextField()
+    first_at = models.BigIntegerField()  # Unix ms
+    last_at = models.BigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "session_id", "turn_id"], name="one_visit_per_person_and_turn"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} saw {self.session_id}/{self.turn_id}"

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import Count, Q
 
-from annotations.models import Annotation, Label, Preference
+from annotations.models import Annotation, Label, Preference, Visit
 from ledgerfacts.timestamps import now_ms
 
 # Labels offered as choices ("the ones in use"): the most used first, this many.
@@ -409,3 +409,31 @@ def with_notes(mark: MarkFilter | None = None, session_id: str = ""):
     if session_id:
         found = found.filter(session_id=session_id)
     return found.select_related("user").order_by("-updated_at", "-id")
+
+
+# -- The tree's marks (issue 28): bookmarks by turn, visited turns ------------------------------
+
+
+def bookmarked_turns(user, session_id: str) -> dict[str, Annotation]:
+    """One person's bookmarks in a session, by turn id: one query."""
+    found = Annotation.objects.filter(user=user, session_id=session_id, bookmarked=True)
+    return {a.turn_id: a for a in found.exclude(turn_id="").order_by("-updated_at", "-id")}
+
+
+def mark_visited(user, session_id: str, turn_id: str) -> None:
+    """Remember that this person opened this turn: one short write (an upsert), no transaction
+    held open."""
+    now = now_ms()
+    Visit.objects.update_or_create(
+        user=user, session_id=session_id, turn_id=turn_id,
+        defaults={"last_at": now}, create_defaults={"first_at": now, "last_at": now},
+    )  # fmt: skip
+
+
+def visited_turns(user, session_id: str, turn_ids: Iterable[str]) -> set[str]:
+    """Which of these turns this person has opened: one query (the ids of a page of rows)."""
+    ids = list(turn_ids)
+    if not ids:
+        return set()
+    found = Visit.objects.filter(user=user, session_id=session_id, turn_id__in=ids)
+    return set(found.values_list("turn_id", flat=True))

@@ -20,6 +20,7 @@ urlpatterns = [
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("sessions/", include("sessions.urls")),
+    path("bookmarks/", include("sessions.bookmark_urls")),
     path("pipeline/", include("pipeline.urls")),
     path("search/", include("search.urls")),
     path("admin/", admin.site.urls),

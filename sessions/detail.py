@@ -102,6 +102,7 @@ class SessionTree:
     marked: dict[str, tuple[str, ...]] | None = None
     costly_by: str = "cost"
     views: dict = field(default_factory=dict)
+    hoists: dict = field(default_factory=dict)  # page.hoisted: subtrees shown alone
 
     @property
     def routing(self) -> RoutingKey:

@@ -1,12 +1,15 @@
 """What the template draws for each row of the turn tree: geometry, marks and keyboard links,
 one page of rows at a time."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from urllib.parse import urlencode
 
+from ledgerweb import long_values
+from sessions import tree
 from sessions.alternatives import Alternative, add_answers
 from sessions.detail import SessionTree, TurnInfo
 from sessions.gutter import Gutter, Gutters
-from sessions.tree import Fold, Layout, Row, fold_straight_runs
+from sessions.tree import Fold, Layout, Row, collapse, fold_straight_runs, subtree_end
 from sessions.tree_map import MapShape, costliest, shape
 
 MIN_FOLD = 8
@@ -20,8 +23,38 @@ ROW_BYTES = 1_500  # a row's HTML without its gutter's lines, about (rows_html):
 LANE_BYTES = 50  # one lane's line in a row's gutter, about
 
 
+@dataclass(frozen=True)
+class TreeView:
+    """How the tree is shown, as the address says (`?unfold=all`, `?hoist=<turn>`,
+    `?collapse=<turn>` repeated): straight stretches unfolded, only a turn's descendants, some
+    branches hidden."""
+
+    unfold: bool = False
+    hoist: str | None = None
+    collapsed: frozenset[str] = field(default_factory=frozenset)
+
+    def params(self, **changes) -> list[tuple[str, str]]:
+        """The view's parameters (ids as links write them), with `changes` made."""
+        view = replace(self, **changes)
+        pairs = [("unfold", "all")] if view.unfold else []
+        if view.hoist:
+            pairs.append(("hoist", long_values.for_link(view.hoist)))
+        pairs += [("collapse", long_values.for_link(c)) for c in sorted(view.collapsed)]
+        return pairs
+
+    def query(self, *extra: tuple[str, str], **changes) -> str:
+        """'?…' of the view (changed) and `extra` parameters; '' when there are none."""
+        pairs = self.params(**changes) + list(extra)
+        return "?" + urlencode(pairs) if pairs else ""
+
+
 @dataclass(slots=True)
 class TreeItem:
+    """One line of the turn tree as drawn: a turn's row (`turn`, `row`) or a folded stretch or
+    collapsed branch (`fold`), with what its row shows and links to. This is the row's data that
+    the row writer (`rows_html.tree_rows_html`) turns into HTML, and that live updates and
+    annotations extend (issues 29, 31): add a field here, draw it there."""
+
     gutter: Gutter
     line: int  # 1-based, among all the lines of the tree as shown
     row: Row | None = None
@@ -36,6 +69,9 @@ class TreeItem:
     alternative: Alternative | None = None  # its place among its siblings, if it has any
     branch_label: str = ""  # on a branch point: "3 answers" (regenerations) or "2 branches"
     forks_here: int = 0  # forks made at this turn
+    bookmark: str | None = None  # this person's bookmark on it: its note ("" without one)
+    visited: bool = False  # this person has opened it
+    collapsed: bool = False  # its branches are hidden (the Fold after it holds them)
 
 
 def marks_of(
@@ -105,7 +141,7 @@ def rows_per_page(lane_count: int) -> int:
 def tree_page(
     session_tree: SessionTree,
     selected_id: str | None,
-    unfold: bool,
+    view: TreeView | bool,
     first_line: int | None = None,
     at_id: str | None = None,
 ) -> TreePage:
@@ -118,7 +154,9 @@ def tree_page(
     for problem in session_tree.problems:
         problems_by_turn.setdefault(problem.turn_id, []).append(problem.message)
 
-    shown, map_shape = shown_lines(session_tree, selected_id, unfold, problems_by_turn)
+    if not isinstance(view, TreeView):
+        view = TreeView(unfold=view)
+    shown, map_shape = shown_lines(session_tree, selected_id, view, problems_by_turn)
 
     per_page = rows_per_page(layout.lane_count)
     if first_line is None:
@@ -171,6 +209,7 @@ def tree_page(
                 alternative=session_tree.alternatives.get(row.node.id),
                 branch_label=branch_label(row, session_tree.alternatives),
                 forks_here=len(session_tree.forks_at.get(row.node.id, ())),
+                collapsed=row.node.id in view.collapsed and row.has_children,
             )
         )
     # Each row's hover holds its answer: read for the rows of this window only (turns with
@@ -187,30 +226,70 @@ KEPT_VIEWS = 8
 def shown_lines(
     session_tree: SessionTree,
     selected_id: str | None,
-    unfold: bool,
+    view: TreeView | bool,
     problems_by_turn: dict[str, list[str]] | None = None,
 ) -> tuple[list[Row | Fold], MapShape]:
-    """The tree's lines as shown (straight stretches folded unless `unfold`; the selected turn
-    always a row of its own) and their map, kept with the tree."""
-    key = ("unfolded",) if unfold else ("folded", selected_id)
+    """The tree's lines as shown (straight stretches folded unless the view unfolds them, the
+    selected turn always a row of its own, collapsed branches one line) and their map, kept with
+    the tree."""
+    if not isinstance(view, TreeView):
+        view = TreeView(unfold=view)
+    collapsed = frozenset(c for c in view.collapsed if c in session_tree.layout.by_id)
+    key = (view.unfold, None if view.unfold else selected_id, collapsed)
     kept = session_tree.views.get(key)
     if kept is not None:
         return kept
     layout = session_tree.layout
-    if unfold:
+    if view.unfold:
         shown = list(layout.rows)
     else:
         if problems_by_turn is None:
             problems_by_turn = {p.turn_id: [] for p in session_tree.problems}
-        keep = {session_tree.session.current_turn_id, selected_id, *problems_by_turn}
+        keep = {session_tree.session.current_turn_id, selected_id, *problems_by_turn, *collapsed}
         keep |= {
             t.id for t in session_tree.turns.values() if t.status != "completed" or t.is_compaction
         }
         shown = fold_straight_runs(layout, keep={k for k in keep if k}, min_run=MIN_FOLD)
+    shown = collapse(layout, shown, set(collapsed))
     if len(session_tree.views) >= KEPT_VIEWS:
         session_tree.views.pop(next(iter(session_tree.views)))
     kept = session_tree.views[key] = (shown, _map_shape(session_tree, shown))
     return kept
+
+
+# Hoisted subtrees kept with a tree (each is a tree of its own, laid out again).
+KEPT_HOISTS = 4
+
+
+def hoisted(session_tree: SessionTree, hoist_id: str | None) -> SessionTree:
+    """The tree as it shows when hoisted at a turn: that turn and its descendants only, laid out
+    as a tree of their own (lanes of the rest of the tree no longer pass by). The whole tree
+    when `hoist_id` is None or not one of its turns."""
+    row = session_tree.layout.by_id.get(hoist_id) if hoist_id else None
+    if row is None:
+        return session_tree
+    kept = session_tree.hoists.get(hoist_id)
+    if kept is not None:
+        return kept
+    rows = session_tree.layout.rows[row.index : subtree_end(session_tree.layout, row) + 1]
+    nodes = [
+        tree.Node(r.node.id, None if r is row else r.node.parent_id, r.node.started_at, r.node.data)
+        for r in rows
+    ]
+    ids = {r.node.id for r in rows}
+    view = replace(
+        session_tree,
+        layout=tree.layout(nodes, head_id=session_tree.session.current_turn_id),
+        turns={r.node.id: r.node.data for r in rows},
+        problems=[p for p in session_tree.problems if p.turn_id in ids],
+        marked=None,
+        views={},
+        hoists={},
+    )
+    if len(session_tree.hoists) >= KEPT_HOISTS:
+        session_tree.hoists.pop(next(iter(session_tree.hoists)))
+    session_tree.hoists[hoist_id] = view
+    return view
 
 
 class LayoutPlaces:
@@ -226,7 +305,7 @@ class LayoutPlaces:
 
 def whole_tree_shape(session_tree: SessionTree) -> MapShape:
     """The map of every turn of the tree, none folded (the JSON twin's)."""
-    return shown_lines(session_tree, None, unfold=True)[1]
+    return shown_lines(session_tree, None, TreeView(unfold=True))[1]
 
 
 def _map_shape(session_tree: SessionTree, shown: list[Row | Fold]) -> MapShape:

@@ -20,7 +20,6 @@ the process, in a bounded cache.
 """
 
 from functools import lru_cache
-from urllib.parse import quote
 
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
@@ -32,12 +31,18 @@ from ledgerweb.html_parts import IdUrls, css_name, escape
 from sessions.alternatives import Alternative
 from sessions.gutter import Gutter
 from sessions.models import Session
-from sessions.page import TreeItem
+from sessions.page import TreeItem, TreeView
 from sessions.turn_detail import ToolCallView
 
 
-def tree_rows_html(items: list[TreeItem], session_id: str) -> SafeString:
+def tree_rows_html(
+    items: list[TreeItem], session_id: str, view: TreeView | None = None
+) -> SafeString:
+    """The rows of one window of the tree. `view`: how the tree is shown (hoisted, unfolded,
+    branches collapsed), which every row's address keeps, so that a reload shows the same."""
+    view = view or TreeView()
     turn_urls = IdUrls("sessions:turn", session_id)
+    keep = escape(view.query())  # the same for every row
     # typed: a model stored as the number 5 and one stored as the text "5" are different values.
     model_html = lru_cache(maxsize=None, typed=True)(_model)
     # Rows of one shape share one Gutter object (gutter.Gutters): draw each object once.
@@ -48,11 +53,13 @@ def tree_rows_html(items: list[TreeItem], session_id: str) -> SafeString:
         svg = drawn.get(id(item.gutter))
         if svg is None:
             svg = drawn[id(item.gutter)] = _gutter(item.gutter)
-        if item.fold is not None:
-            parts.append(_fold(item, svg))
+        if item.fold is not None and item.fold.under is not None:
+            parts.append(_collapsed(item, svg, view))
+        elif item.fold is not None:
+            parts.append(_fold(item, svg, view))
         else:
             model = model_html(item.turn.model)
-            parts.append(_row(item, turn_urls.html(item.turn.id), svg, model))
+            parts.append(_row(item, turn_urls.html(item.turn.id) + keep, svg, model))
     return mark_safe("\n".join(parts))  # every ledger value was escaped below
 
 
@@ -70,10 +77,11 @@ def _gutter(g: Gutter) -> str:
     )
 
 
-def _fold(item: TreeItem, gutter_svg: str) -> str:
-    # Unfolding shows the page of the unfolded tree that holds the stretch (?at=).
+def _fold(item: TreeItem, gutter_svg: str, view: TreeView) -> str:
+    # Unfolding shows the page of the unfolded tree that holds the stretch (?at=), hoisted and
+    # collapsed as it was.
     first_id = item.fold.first.node.id
-    unfold = escape(f"?unfold=all&at={quote(long_values.for_link(first_id), safe='')}")
+    unfold = escape(view.query(("at", long_values.for_link(first_id)), unfold=True))
     return (
         f'<a class="tree-row fold" href="{unfold}#turn-{escape(first_id)}" hx-get="{unfold}" '
         f'hx-target="#tree" hx-push-url="true" data-line="{item.line}" '
@@ -81,6 +89,22 @@ def _fold(item: TreeItem, gutter_svg: str) -> str:
         f'data-sibling="{escape(item.next_sibling_id)}">{gutter_svg}'
         f'<span class="preview muted">··· {len(item.fold):,} turns in a straight line'
         f" — unfold</span></a>"
+    )
+
+
+def _collapsed(item: TreeItem, gutter_svg: str, view: TreeView) -> str:
+    """The line that stands for a collapsed branch point's descendants: it expands them."""
+    under = item.fold.under
+    expand = escape(
+        view.query(("at", long_values.for_link(under)), collapsed=view.collapsed - {under})
+    )
+    leaves = item.fold.leaves
+    return (
+        f'<a class="tree-row fold collapsed-branches" href="{expand}#turn-{escape(under)}"'
+        f' hx-get="{expand}" hx-target="#tree" hx-push-url="true" data-line="{item.line}"'
+        f' data-under="{escape(under)}">{gutter_svg}'
+        f'<span class="preview muted">▸ {len(item.fold):,} turn{"" if len(item.fold) == 1 else "s"}'
+        f" below, {leaves:,} branch{'' if leaves == 1 else 'es'} — expand</span></a>"
     )
 
 
@@ -207,21 +231,40 @@ def _preview(t, alt: Alternative | None) -> str:
     return f'<span class="preview" title="{title}">{shown}</span>'
 
 
+def _bookmark(note: str | None) -> str:
+    """This person's bookmark on the turn: a star, its note on hover."""
+    if note is None:
+        return ""
+    title = escape(f"Your bookmark: {note}" if note else "Your bookmark")
+    return f'<span class="mark mark-bookmark" title="{title}">★</span>'
+
+
 def _row(item: TreeItem, url: str, gutter_svg: str, model_html: str) -> str:
     """One turn; `url`, `gutter_svg` and `model_html` are HTML already."""
     t = item.turn
     classes = (
-        "tree-row" + (" selected" if item.selected else "") + (" inherited" if t.inherited else "")
+        "tree-row"
+        + (" selected" if item.selected else "")
+        + (" inherited" if t.inherited else "")
+        + (" visited" if item.visited else "")
+        + (" collapsed" if item.collapsed else "")
     )
+    kids = len(item.row.child_ids) if item.row is not None else 0
+    extra = f' data-kids="{kids}"' if kids else ""
+    if item.bookmark is not None:
+        extra += f' data-bookmark="{escape(item.bookmark)}"'
+    if item.collapsed:
+        extra += ' data-collapsed="1"'
     turn_id = escape(t.id)
     return (
         f'<a class="{classes}" id="turn-{turn_id}" href="{url}" hx-get="{url}" '
         f'hx-target="#panel" hx-push-url="true" data-turn="{turn_id}" '
         f'data-parent="{escape(item.parent_id)}" data-child="{escape(item.first_child_id)}" '
-        f'data-sibling="{escape(item.next_sibling_id)}" data-line="{item.line}"'
+        f'data-sibling="{escape(item.next_sibling_id)}" data-line="{item.line}"{extra}'
         f"{' aria-current="true"' if item.selected else ''}>"
         f"{gutter_svg}"
-        f'<span class="marks">{_marks(item.marks)}{_problems(item.problems)}'
+        f'<span class="marks">{_bookmark(item.bookmark)}{_marks(item.marks)}'
+        f"{_problems(item.problems)}"
         f"{_branch(item.branch_label)}{_forks(item.forks_here)}"
         f"{_failed_calls(t.failed_tool_calls)}</span>"
         f"{_alternative(item.alternative)}{_preview(t, item.alternative)}"

@@ -54,11 +54,17 @@ class Row:
 
 @dataclass
 class Fold:
-    """A folded straight stretch of turns (each the only child of the one before)."""
+    """A folded straight stretch of turns (each the only child of the one before), or the turns
+    below a collapsed branch point (`under`: the collapsed turn's id)."""
 
     rows: list[Row]
     lane: int
     passing: tuple[int, ...]
+    under: str | None = None
+
+    @property
+    def leaves(self) -> int:
+        return sum(1 for row in self.rows if not row.has_children)
 
     @property
     def first(self) -> Row:
@@ -242,4 +248,33 @@ def fold_straight_runs(layout: Layout, keep: set[str], min_run: int = 8) -> list
         else:
             out.append(row)
     flush()
+    return out
+
+
+def subtree_end(layout: Layout, row: Row) -> int:
+    """The index of the last row of `row`'s subtree: rows are in depth-first order, so a turn's
+    descendants are the rows after it down to the next one no deeper than itself."""
+    end = row.index
+    rows = layout.rows
+    while end + 1 < len(rows) and rows[end + 1].depth > row.depth:
+        end += 1
+    return end
+
+
+def collapse(layout: Layout, shown: list[Row | Fold], collapsed: set[str]) -> list[Row | Fold]:
+    """`shown` with the descendants of each collapsed turn in one Fold after it (`under` its id).
+    A branch's lines leave nothing behind below it, so the rows after draw as before."""
+    if not collapsed:
+        return shown
+    out: list[Row | Fold] = []
+    skip_to = -1  # the last row index inside the branch being hidden
+    for entry in shown:
+        first = entry.rows[0] if isinstance(entry, Fold) else entry
+        if first.index <= skip_to:
+            continue
+        out.append(entry)
+        if isinstance(entry, Row) and entry.node.id in collapsed and entry.has_children:
+            skip_to = subtree_end(layout, entry)
+            hidden = layout.rows[entry.index + 1 : skip_to + 1]
+            out.append(Fold(hidden, entry.lane, entry.passing, under=entry.node.id))
     return out

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from sessions import annotating, views
+from sessions import annotating, bookmarks, views
 
 app_name = "sessions"
 urlpatterns = [
@@ -21,6 +21,7 @@ urlpatterns = [
         name="annotate_turn",
     ),
     path("<id:session_id>/turns/<id:turn_id>/fork/", views.fork, name="fork"),
+    path("<id:session_id>/turns/<id:turn_id>/bookmark/", bookmarks.bookmark, name="bookmark"),
     path("<id:session_id>/turns/<id:turn_id>/export.json", views.export, name="export"),
     path("<id:session_id>/turns/<id:turn_id>/calls/<id:call_id>/", views.tool_call, name="call"),
     path(

@@ -1,5 +1,9 @@
+import logging
+from dataclasses import replace
+
 from django.contrib import messages as flash
 from django.core.exceptions import PermissionDenied
+from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -10,7 +14,7 @@ from annotations import display as annotation_display
 from annotations import store as annotation_store
 from ledgerweb import downloads, long_values, sqlite
 from ledgerweb.html_parts import IdUrls, css_name
-from ledgerweb.http import respond
+from ledgerweb.http import respond, wants_json
 from ledgerweb.params import answers_bad_parameters, choice, cursor, exact, linked, strict
 from ledgerweb.text import show_json
 from sessions import compare as comparing
@@ -23,7 +27,7 @@ from sessions.listing import SessionFilters, session_page, status_choices
 from sessions.map_html import map_svg
 from sessions.membership import turn_in_session
 from sessions.models import Session
-from sessions.page import LayoutPlaces, tree_page, whole_tree_shape
+from sessions.page import LayoutPlaces, TreeView, hoisted, tree_page, whole_tree_shape
 from sessions.rows_html import timeline_parts, tree_rows_html
 from sessions.thread import load_thread
 from sessions.tree_map import KINDS as MAP_KINDS
@@ -35,6 +39,8 @@ from sessions.turn_detail import (
     load_turn_detail,
     payload_pieces,
 )
+
+logger = logging.getLogger(__name__)
 
 # The thread page shows this many turns, by default the ones nearest the fork point; the others
 # are counted and come in earlier pages (a 20,000-turn page was 12 MB of HTML and ten seconds).
@@ -98,25 +104,54 @@ def _label_choices(selected: str) -> list[str]:
     """The labels in use, and the one asked for even when no annotation holds it any more."""
     labels = annotation_store.labels_in_use()
     return labels if not selected or selected in labels else [selected, *labels]
+# At most this many branches collapsed in one address (each is a parameter of it).
+MAX_COLLAPSED = 100
+
+
+def tree_view(request: HttpRequest) -> TreeView:
+    """How the address asks the tree to be shown: ?unfold=all, ?hoist=<turn>, ?collapse=<turn>…"""
+    unfold = strict(request.GET, "unfold", choice("all")) == "all"
+    hoist = linked(request.GET.get("hoist")) or None
+    collapsed = [linked(v) for v in request.GET.getlist("collapse")[:MAX_COLLAPSED]]
+    return TreeView(unfold, hoist, frozenset(c for c in collapsed if c))
 
 
 def _session_context(request: HttpRequest, session: Session, selected_id: str | None) -> dict:
     session_tree = load_tree(session)
+    view = tree_view(request)
+    # Hoisted, the tree card shows a subtree laid out alone; the header stays the session's.
+    shown_tree = hoisted(session_tree, view.hoist)
+    hoist_error = ""
+    if view.hoist and shown_tree is session_tree:
+        hoist_error = f"There is no turn {view.hoist!r} in this tree: showing the whole tree."
+        view = replace(view, hoist=None)
     selected_id = selected_id or session.current_turn_id
-    if selected_id not in session_tree.layout.by_id:
-        selected_id = session_tree.layout.rows[0].node.id if session_tree.layout.rows else None
-    unfold = strict(request.GET, "unfold", choice("all")) == "all"
+    if selected_id not in shown_tree.layout.by_id:
+        selected_id = shown_tree.layout.rows[0].node.id if shown_tree.layout.rows else None
     first_line, page_error = _positive_number(request.GET, "from")
     at = linked(request.GET.get("at"))
-    page = tree_page(session_tree, selected_id, unfold, first_line, at)
+    page = tree_page(shown_tree, selected_id, view, first_line, at)
+    bookmarks = annotation_store.bookmarked_turns(request.user, session.id)
+    on_page = [item.turn.id for item in page.items if item.turn is not None]
+    visited = annotation_store.visited_turns(request.user, session.id, on_page)
+    for item in page.items:
+        if item.turn is not None:
+            mark = bookmarks.get(item.turn.id)
+            item.bookmark = mark.bookmark_note if mark is not None else None
+            item.visited = item.turn.id in visited
     the_map = tree_map(
         page.map_shape,
         (page.first_line, max(page.first_line, page.last_line)),
-        LayoutPlaces(session_tree.layout.by_id),
+        LayoutPlaces(shown_tree.layout.by_id),
+        {"bookmark": list(bookmarks)},
     )
     return {
         "session": session,
         "tree": session_tree,
+        "shown_tree": shown_tree,
+        "view": view,
+        "hoist": _hoist_context(session_tree, shown_tree, view),
+        "hoist_error": hoist_error,
         "child_links": _child_links(session_tree.related.children, session_tree),
         "tree_page": page,
         "items": page.items,
@@ -125,15 +160,63 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
             the_map, request.GET.dict(), {i.line: i.turn.id for i in page.items if i.turn}
         ),
         "map_legend": _map_legend(the_map),
+        "bookmarks": _bookmark_list(session_tree, bookmarks),
         "page_error": page_error,
         "selected_id": selected_id,
-        "unfold": unfold,
+        "selected": _selected_actions(shown_tree, selected_id, view, bookmarks),
+        "unfold": view.unfold,
+        "here": request.get_full_path(),  # where the bookmark form brings the person back
         # Where a fork left its origin: the header links to that turn of the origin.
         "fork_point": session_tree.fork_point,
         # The "N failed turns" pill opens the first of them.
         "first_failed_id": (
             first_failed_turn_id(session.id) if session_tree.totals["failed_turns"] else None
         ),
+    }
+
+
+def _hoist_context(session_tree: SessionTree, shown_tree: SessionTree, view: TreeView):
+    """What the hoisted tree's bar says: its root, how many turns, and the ways back up."""
+    if not view.hoist:
+        return None
+    root = session_tree.turns[view.hoist]
+    parent = session_tree.layout.by_id.get(root.parent_turn_id) if root.parent_turn_id else None
+    return {
+        "turn": root,
+        "turns": len(shown_tree.turns),
+        "up": view.query(hoist=parent.node.id, collapsed=frozenset()) if parent else None,
+        "whole": view.query(("at", long_values.for_link(view.hoist)), hoist=None),
+    }
+
+
+def _bookmark_list(session_tree: SessionTree, bookmarks: dict) -> list[dict]:
+    """This person's bookmarks in the session, as the tree card lists them."""
+    return [
+        {"turn_id": turn_id, "note": mark.bookmark_note, "turn": session_tree.turns.get(turn_id)}
+        for turn_id, mark in bookmarks.items()
+    ]
+
+
+def _selected_actions(
+    shown_tree: SessionTree, selected_id: str | None, view: TreeView, bookmarks: dict
+) -> dict | None:
+    """The selected turn's actions below the tree (hoist, collapse, bookmark, its answers):
+    written for it here, moved to the keyboard's row by tree.js."""
+    row = shown_tree.layout.by_id.get(selected_id) if selected_id else None
+    if row is None:
+        return None
+    collapsed = selected_id in view.collapsed
+    toggled = view.collapsed - {selected_id} if collapsed else view.collapsed | {selected_id}
+    mark = bookmarks.get(selected_id)
+    return {
+        "turn": row.node.data,
+        "hoist": view.query(hoist=selected_id, collapsed=frozenset()),
+        "has_children": row.has_children,
+        "collapsed": collapsed,
+        "collapse": view.query(("at", long_values.for_link(selected_id)), collapsed=toggled),
+        "branch_point": len(row.child_ids) > 1,
+        "bookmarked": mark is not None,
+        "note": mark.bookmark_note if mark is not None else "",
     }
 
 
@@ -224,7 +307,7 @@ def _render_with_rows(request: HttpRequest, template: str, ctx: dict) -> HttpRes
     joins its parts into a new string: through the template, 2 MB of rows cost ~20 ms of copies
     alone. The template gets a marker instead. Every value the page shows above the tree is
     escaped, so nothing there can spell an HTML comment: the first marker is the template's."""
-    rows = tree_rows_html(ctx["items"], ctx["session"].id)
+    rows = tree_rows_html(ctx["items"], ctx["session"].id, ctx["view"])
     response = render(request, template, ctx | {"rows_html": mark_safe(ROWS_MARKER)})
     head, tail = response.content.split(ROWS_MARKER.encode(), 1)
     response.content = b"".join((head, rows.encode(response.charset), tail))
@@ -247,16 +330,26 @@ def _session_twin(request: HttpRequest, session: Session) -> dict:
     number, _ = _positive_number(request.GET, "page")
     session_tree = load_tree(session)
     marks = annotation_display.as_json(annotation_store.on_target(session.id))
+    bookmarks = annotation_store.bookmarked_turns(request.user, session.id)
     return json_twins.session_detail(
         session_tree, number or 1, lambda n: _page_url(request, session, n)
-    ) | {"map": _whole_map(session_tree).as_json(), "annotations": marks}
+    ) | {
+        "map": _whole_map(session_tree, bookmarks).as_json(),
+        "annotations": marks,
+        "bookmarks": [
+            {"turn_id": turn_id, "note": mark.bookmark_note, "updated_at": mark.updated_at,
+             "in_tree": turn_id in session_tree.turns}
+            for turn_id, mark in bookmarks.items()
+        ],
+    }  # fmt: skip
 
 
-def _whole_map(session_tree: SessionTree):
+def _whole_map(session_tree: SessionTree, bookmarks: dict):
     """The map of every turn, unfolded: the JSON twin's, whose turns are the whole tree's."""
     rows = session_tree.layout.rows
     places = LayoutPlaces(session_tree.layout.by_id)
-    return tree_map(whole_tree_shape(session_tree), (1, max(1, len(rows))), places)
+    shape = whole_tree_shape(session_tree)
+    return tree_map(shape, (1, max(1, len(rows))), places, {"bookmark": list(bookmarks)})
 
 
 def _session_page(request: HttpRequest, session: Session) -> HttpResponse:
@@ -321,6 +414,25 @@ def _panel_html(ctx: dict) -> dict:
     return {"timeline": parts}
 
 
+def tree_partial(
+    request: HttpRequest, session: Session, selected_id: str, here: str | None = None
+) -> HttpResponse:
+    """The tree card alone, as the request's address shows it, with this turn selected."""
+    ctx = _session_context(request, session, selected_id)
+    if here is not None:
+        ctx["here"] = here
+    return _render_with_rows(request, "sessions/detail.html#tree", ctx)
+
+
+def _remember_visit(request: HttpRequest, session_id: str, turn_id: str) -> None:
+    """Mark the turn visited for this person (the tree dims what they have opened). A write to
+    ledgerweb's database that fails (locked for too long) costs the mark, never the page."""
+    try:
+        annotation_store.mark_visited(request.user, session_id, turn_id)
+    except DatabaseError:
+        logger.warning("could not mark turn %r visited", turn_id, exc_info=True)
+
+
 @require_GET
 @answers_bad_parameters
 def turn_detail(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
@@ -335,25 +447,36 @@ def turn_detail(request: HttpRequest, session_id: str, turn_id: str) -> HttpResp
         if info is None:
             raise Http404(f"No turn {turn_id!r}")
         ctx = {"session": session} | _turn_context(session, turn_id, info)
+        _remember_visit(request, session.id, turn_id)
         return render(request, "sessions/detail.html#panel", ctx | _panel_html(ctx))
     session = _get_session(session_id)
     ctx = _session_context(request, session, turn_id)
     if turn_id not in ctx["tree"].turns:
         raise Http404(f"No turn {turn_id!r} in session {session_id!r}")
+    if not wants_json(request):
+        _remember_visit(request, session.id, turn_id)
+        for item in ctx["items"]:
+            if item.turn is not None and item.turn.id == turn_id:
+                item.visited = True
     ctx |= _tree_turn_context(session, ctx, turn_id)
     return respond(
         request,
         page=lambda: _render_with_rows(request, "sessions/detail.html", ctx | _panel_html(ctx)),
-        twin=lambda: _turn_twin(ctx, turn_id),
+        twin=lambda: _turn_twin(ctx, turn_id, request),
     )
 
 
-def _turn_twin(ctx: dict, turn_id: str) -> dict:
+def _turn_twin(ctx: dict, turn_id: str, request: HttpRequest) -> dict:
     # Scripts get every payload, also those a long list loads only when a call is opened.
     add_payloads([c for c in ctx["detail"].tool_calls if c.parameters is None], turn_id)
     forks = ctx["tree"].forks_at.get(turn_id, [])
     marks = annotation_display.as_json(annotation_store.on_target(ctx["session"].id, turn_id))
-    return json_twins.turn(ctx["turn"], ctx["detail"], forks) | {"annotations": marks}
+    mark = annotation_store.bookmarked_turns(request.user, ctx["session"].id).get(turn_id)
+    bookmark = {"note": mark.bookmark_note, "updated_at": mark.updated_at} if mark else None
+    return json_twins.turn(ctx["turn"], ctx["detail"], forks) | {
+        "annotations": marks,
+        "bookmark": bookmark,
+    }
 
 
 @require_GET

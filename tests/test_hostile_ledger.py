@@ -289,7 +289,7 @@ def test_a_turn_anywhere_in_the_50000_turn_session_opens_on_a_bounded_page(fetch
     turn = f"W{number:05d}"  # the root, turns on side branches, the middle, the head
     html = fetch(f"/sessions/{WIDE}/turns/{turn}/").content.decode()
     assert len(html) < PAGE_BOUND_BYTES
-    assert f'<a class="tree-row selected" id="turn-{turn}"' in html
+    assert f'<a class="tree-row selected visited" id="turn-{turn}"' in html
     assert f"Turn <code>{turn}</code>" in html
 
 

@@ -100,7 +100,7 @@ def test_a_turn_deep_in_the_tree_opens_in_the_middle_of_its_window_selected(
 ):
     html = viewer_client.get("/sessions/S1/turns/A03/").content.decode()
     assert row_ids(html) == ["A02", "B02", "K03", "A03", "B03", "K04", "A04"]
-    assert re.search(r'<a class="tree-row selected" id="turn-A03"', html)
+    assert re.search(r'<a class="tree-row selected visited" id="turn-A03"', html)
     assert "Turn <code>A03</code>" in html
 
 
@@ -110,7 +110,7 @@ def test_a_turn_can_be_jumped_to_by_its_id(viewer_client, comb, small_pages):
     response = viewer_client.get("/sessions/S1/?turn=B02")
     assert response.status_code == 302 and response["Location"] == "/sessions/S1/turns/B02/"
     landed = viewer_client.get(response["Location"]).content.decode()
-    assert re.search(r'<a class="tree-row selected" id="turn-B02"', landed)
+    assert re.search(r'<a class="tree-row selected visited" id="turn-B02"', landed)
     missing = viewer_client.get("/sessions/S1/?turn=nope").content.decode()
     assert "There is no turn &#x27;nope&#x27; in this session" in missing
 
@@ -300,7 +300,7 @@ def test_a_problem_links_to_its_turn_on_whichever_page_it_is(viewer_client, ledg
     assert "ORPHAN" not in row_ids(html)  # the head's page, not the orphan's
     href = re.search(r'<li><a href="([^"]*)"><code>ORPHAN</code></a>: its parent turn', html)[1]
     landed = viewer_client.get(href).content.decode()
-    assert re.search(r'<a class="tree-row selected" id="turn-ORPHAN"', landed)
+    assert re.search(r'<a class="tree-row selected visited" id="turn-ORPHAN"', landed)
 
 
 def test_a_huge_model_name_does_not_repeat_whole_on_every_row(viewer_client, ledger):

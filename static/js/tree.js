@@ -3,6 +3,8 @@
 //   j / ↓  next row        k / ↑  previous row
 //   h / ←  parent          l / →  first child
 //   ]      next branch      Enter  open the turn      t  thread & fork point
+//   g      the map         z / Z  hoist here / up a level     x  collapse or expand
+//   b      bookmark         m / M  next / previous bookmark    p  hide the panel   < >  the split
 // The tree scrolls inside its card, so the page keeps its title in view.
 (function () {
   "use strict";
@@ -40,11 +42,91 @@
   function peek(row) {
     var box = document.querySelector("[data-peek]");
     var preview = row && row.querySelector(".preview");
-    if (!box || !preview) return;
+    if (!box || !preview || !row.dataset.turn) return;
     var parts = (preview.getAttribute("title") || preview.textContent).split("\n↳ ");
-    box.querySelector(".peek-prompt").textContent = parts[0];
-    box.querySelector(".peek-answer").textContent = parts.length > 1 ? "↳ " + parts.slice(1).join("\n↳ ") : "";
+    var prompt = box.querySelector(".peek-prompt"), answer = box.querySelector(".peek-answer");
+    if (prompt) prompt.textContent = parts[0];
+    if (answer) answer.textContent = parts.length > 1 ? "↳ " + parts.slice(1).join("\n↳ ") : "";
     box.hidden = false;
+    aimActions(box, row);
+  }
+
+  // -- Focus and bookmarks (issue 28) --------------------------------------------------------
+  // The actions below the tree (hoist, collapse, bookmark) are written by the server for the
+  // selected turn; they follow the keyboard's row. Their addresses keep the view's parameters
+  // (unfold, hoist, collapse) as the page's own address has them.
+  function viewUrl(changes) {
+    var tree = document.querySelector(".tree");
+    var url = new URL(window.location.href);
+    url.pathname = tree.dataset.turnsUrl.replace(/turns\/$/, "");
+    ["from", "at", "turn", "format"].forEach(function (name) { url.searchParams.delete(name); });
+    Object.keys(changes).forEach(function (name) {
+      var value = changes[name];
+      url.searchParams.delete(name);
+      (Array.isArray(value) ? value : value === null ? [] : [value]).forEach(function (v) {
+        url.searchParams.append(name, v);
+      });
+    });
+    return url.pathname + url.search;
+  }
+  function collapsedNow() { return new URL(window.location.href).searchParams.getAll("collapse"); }
+  function hoistUrl(turnId) { return viewUrl({ hoist: turnId, collapse: null }); }
+  function collapseUrl(turnId) {
+    var now = collapsedNow(), at = now.indexOf(turnId);
+    if (at >= 0) now.splice(at, 1); else now.push(turnId);
+    return viewUrl({ collapse: now, at: turnId });
+  }
+  function aimActions(box, row) {
+    var tree = document.querySelector(".tree"), turnId = row.dataset.turn;
+    var hoist = box.querySelector('[data-action="hoist"]');
+    if (!hoist) return;
+    hoist.setAttribute("href", hoistUrl(turnId));
+    var collapse = box.querySelector('[data-action="collapse"]');
+    collapse.hidden = !row.dataset.child;
+    collapse.setAttribute("href", collapseUrl(turnId));
+    collapse.textContent = row.dataset.collapsed ? "▾ Expand its branches" : "▸ Collapse its branches";
+    var form = box.querySelector(".bookmark-form");
+    form.setAttribute("action", turnUrl(tree, turnId) + "bookmark/");
+    var marked = row.dataset.bookmark !== undefined;
+    form.querySelector("[name=note]").value = marked ? row.dataset.bookmark : "";
+    form.querySelector("[data-bookmark-save]").textContent = marked ? "★ Save the note" : "☆ Bookmark";
+    form.querySelector("[data-bookmark-remove]").hidden = !marked;
+  }
+  // Another view of the tree (hoisted, collapsed): swapped in by htmx, the address pushed.
+  function openView(url) {
+    window.htmx.ajax("GET", url, { target: "#tree", swap: "innerHTML" }).then(function () {
+      window.history.pushState({}, "", url);
+    });
+  }
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest && event.target.closest("[data-peek] a[data-action]");
+    if (!link || event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return;
+    event.preventDefault();
+    openView(link.getAttribute("href"));
+  });
+  // The bookmark form posts with htmx and gets the tree back (the star, the map, the list).
+  document.addEventListener("submit", function (event) {
+    var form = event.target.closest && event.target.closest(".bookmark-form");
+    if (!form || !window.htmx) return;
+    event.preventDefault();
+    var values = {
+      note: form.querySelector("[name=note]").value,
+      next: window.location.pathname + window.location.search,
+      csrfmiddlewaretoken: form.querySelector("[name=csrfmiddlewaretoken]").value,
+    };
+    if (event.submitter && event.submitter.name === "remove") values.remove = "1";
+    window.htmx.ajax("POST", form.getAttribute("action"), { source: form, target: "#tree", swap: "innerHTML", values: values });
+  });
+  function bookmarkRows(tree) { return rows(tree).filter(function (r) { return r.dataset.bookmark !== undefined; }); }
+  function nextBookmark(tree, row, by) {
+    var marked = bookmarkRows(tree);
+    if (!marked.length) return;
+    var line = Number(row.dataset.line), pick = null;
+    marked.forEach(function (r) {
+      var at = Number(r.dataset.line);
+      if (by > 0 ? at > line && (!pick || at < Number(pick.dataset.line)) : at < line && (!pick || at > Number(pick.dataset.line))) pick = r;
+    });
+    moveTo(tree, pick || marked[by > 0 ? 0 : marked.length - 1]);
   }
   // A turn's URL, as the server writes it: ids are encoded twice (the path's encoding of the
   // converter's), and "." or ".." must not read as a dot segment.
@@ -105,6 +187,21 @@
         if (row.dataset.turn) window.location.href = row.getAttribute("href").split("?")[0] + "thread/";
         break;
       case "g": { var map = treeMap(); if (map) map.focus(); break; }
+      case "z": if (row.dataset.turn) openView(hoistUrl(row.dataset.turn)); break;
+      case "Z": {
+        var up = document.querySelector(".hoist-up") || document.querySelector(".hoist-whole");
+        if (up) openView(up.getAttribute("href"));
+        break;
+      }
+      case "x": if (row.dataset.child || row.dataset.collapsed) openView(collapseUrl(row.dataset.turn)); break;
+      case "b": {
+        peek(row);
+        var note = document.querySelector(".bookmark-form [name=note]");
+        if (note) { note.focus(); note.select(); }
+        break;
+      }
+      case "m": nextBookmark(tree, row, 1); break;
+      case "M": nextBookmark(tree, row, -1); break;
       case "p": { var box = layoutBox(); if (box) showPanel(box, box.classList.contains("panel-closed")); break; }
       case "<": nudgePanel(80); break;
       case ">": nudgePanel(-80); break;
@@ -127,7 +224,7 @@
     var head = panel.querySelector("[data-panel-turn]");
     var tree = document.querySelector(".tree");
     var row = head && tree && rowOf(tree, head.dataset.panelTurn);
-    if (row) { select(row); showInTree(tree, row, "nearest"); }
+    if (row) { select(row); showInTree(tree, row, "nearest"); row.classList.add("visited"); peek(row); }
     var top = panel.getBoundingClientRect().top;
     if (top < 0 || top > window.innerHeight / 2) panel.scrollIntoView({ block: "start" });
   });
