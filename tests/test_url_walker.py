@@ -28,6 +28,8 @@ URLS = {
     "sessions:turn": ("/sessions/S1/turns/T2/", 200),
     "sessions:thread": ("/sessions/S1/turns/T2/thread/", 200),
     "sessions:fork": ("/sessions/S1/turns/T2/fork/", 405),
+    "sessions:bookmark": ("/sessions/S1/turns/T2/bookmark/", 405),
+    "bookmarks:list": ("/bookmarks/", 200),
     "sessions:export": ("/sessions/S1/turns/T2/export.json", 200),
     "sessions:call": ("/sessions/S1/turns/T2/calls/C1/", 200),
     "sessions:payload": ("/sessions/S1/turns/T2/payload/result/C1/", 200),

@@ -49,10 +49,11 @@ NARROW = {"width": 390, "height": 844}
 CONTRACT = {"overview", "sessions:list", "sessions:detail", "sessions:turn", "sessions:thread",
             "sessions:export", "sessions:compare", "sessions:call", "pipeline:dashboard",
             "pipeline:chart", "pipeline:requests", "pipeline:request", "pipeline:similar",
-            "admin:index", "login", "health", "healthz", "search:search"}  # fmt: skip
+            "admin:index", "login", "health", "healthz", "search:search",
+            "bookmarks:list"}  # fmt: skip
 TWINNED = {"overview", "sessions:list", "sessions:detail", "sessions:turn", "sessions:thread",
            "pipeline:dashboard", "pipeline:requests", "pipeline:request",
-           "search:search"}  # fmt: skip
+           "search:search", "bookmarks:list"}  # fmt: skip
 
 
 @pytest.fixture(scope="session")
