@@ -86,9 +86,13 @@
     collapse.setAttribute("href", collapseUrl(turnId));
     collapse.textContent = row.dataset.collapsed ? "▾ Expand its branches" : "▸ Collapse its branches";
     var form = box.querySelector(".bookmark-form");
-    form.setAttribute("action", turnUrl(tree, turnId) + "bookmark/");
     var marked = row.dataset.bookmark !== undefined;
-    form.querySelector("[name=note]").value = marked ? row.dataset.bookmark : "";
+    // A note being typed for this turn stays (its panel may arrive meanwhile and aim again).
+    if (form.dataset.turn !== turnId) {
+      form.querySelector("[name=note]").value = marked ? row.dataset.bookmark : "";
+    }
+    form.dataset.turn = turnId;
+    form.setAttribute("action", turnUrl(tree, turnId) + "bookmark/");
     form.querySelector("[data-bookmark-save]").textContent = marked ? "★ Save the note" : "☆ Bookmark";
     form.querySelector("[data-bookmark-remove]").hidden = !marked;
   }

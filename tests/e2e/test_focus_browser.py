@@ -1,3 +1,4 @@
+# ruff: noqa: F811 (the `branched` fixture, imported from test_tree_focus, is each test's argument)
 """Hoist, collapse, bookmark and visited marks in the browser (issue 28), as a person uses them:
 with the keyboard and htmx, by the buttons below the tree without JavaScript, and by touch on a
 phone."""
@@ -8,16 +9,18 @@ from test_tree_focus import branched  # noqa: F401
 from annotations.models import Annotation
 
 pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
+DESKTOP = {"width": 1280, "height": 900}
 
 
 def turns(page) -> list[str]:
-    return page.eval_on_selector_all(".tree-row[data-turn]", "rows => rows.map(r => r.dataset.turn)")
+    return page.eval_on_selector_all(".tree-row[data-turn]", "rs => rs.map(r => r.dataset.turn)")
 
 
-def test_keys_hoist_collapse_and_come_back_up(page, live_server, viewer, branched, sign_in):  # noqa: F811
+def test_keys_hoist_collapse_and_come_back_up(page, live_server, viewer, branched, sign_in):
     page.set_viewport_size({"width": 1280, "height": 900})
     sign_in("vera", next_url="/sessions/S1/")
     page.locator('.tree-row[data-turn="B"]').click()
+    page.wait_for_selector('[data-panel-turn="B"]')
     page.keyboard.press("z")
     page.wait_for_selector(".hoist-bar")
     assert turns(page) == ["B", "B1", "B2"] and "hoist=B" in page.url
@@ -33,11 +36,13 @@ def test_keys_hoist_collapse_and_come_back_up(page, live_server, viewer, branche
     assert page.locator(".hoist-bar").count() == 0 and len(turns(page)) == 7
 
 
-def test_b_bookmarks_the_row_with_a_note_and_m_finds_it(page, live_server, viewer, branched,
-                                                       sign_in):  # fmt: skip  # noqa: F811
+def test_b_bookmarks_the_row_with_a_note_and_m_finds_it(
+    page, live_server, viewer, branched, sign_in
+):
     page.set_viewport_size({"width": 1280, "height": 900})
     sign_in("vera", next_url="/sessions/S1/")
     page.locator('.tree-row[data-turn="B1"]').click()
+    page.wait_for_selector('[data-panel-turn="B1"]')
     page.keyboard.press("b")
     page.keyboard.type("the better answer")
     page.keyboard.press("Enter")
@@ -45,6 +50,7 @@ def test_b_bookmarks_the_row_with_a_note_and_m_finds_it(page, live_server, viewe
     assert page.locator(".tree-map .map-bookmark").count() == 1
     assert Annotation.objects.get(turn_id="B1").bookmark_note == "the better answer"
     page.locator('.tree-row[data-turn="A2"]').click()
+    page.wait_for_selector('[data-panel-turn="A2"]')  # its panel in: the cursor settled on A2
     page.keyboard.press("m")
     assert page.locator(".tree-row.cursor").get_attribute("data-turn") == "B1"
     page.reload()
@@ -57,7 +63,7 @@ def test_b_bookmarks_the_row_with_a_note_and_m_finds_it(page, live_server, viewe
     assert "the better answer" in page.locator("table.bookmarks").inner_text()
 
 
-def test_opened_rows_are_marked_visited(page, live_server, viewer, branched, sign_in):  # noqa: F811
+def test_opened_rows_are_marked_visited(page, live_server, viewer, branched, sign_in):
     page.set_viewport_size({"width": 1280, "height": 900})
     sign_in("vera", next_url="/sessions/S1/")
     page.locator('.tree-row[data-turn="B2"]').click()
@@ -66,30 +72,34 @@ def test_opened_rows_are_marked_visited(page, live_server, viewer, branched, sig
     assert "visited" in page.locator('.tree-row[data-turn="B2"]').get_attribute("class")
 
 
-def test_without_javascript_the_buttons_hoist_and_bookmark(browser, live_server, viewer,
-                                                          branched):  # fmt: skip  # noqa: F811
-    context = browser.new_context(java_script_enabled=False, viewport={"width": 1280, "height": 900})
+def test_without_javascript_the_buttons_hoist_and_bookmark(browser, live_server, viewer, branched):
+    context = browser.new_context(java_script_enabled=False, viewport=DESKTOP)
     page = context.new_page()
     page.goto(f"{live_server.url}/accounts/login/?next=/sessions/S1/turns/B/")
     page.fill("#id_username", "vera")
     page.fill("#id_password", "pw")
     page.click("button[type=submit]")
-    page.locator('[data-action="hoist"]').click()
+    with page.expect_navigation():
+        page.locator('[data-action="hoist"]').click()
     assert "hoist=B" in page.url and turns(page) == ["B", "B1", "B2"]
-    page.locator('[data-action="collapse"]').click()
+    with page.expect_navigation():
+        page.locator('[data-action="collapse"]').click()
     assert "collapse=B" in page.url and turns(page) == ["B"]
-    page.locator(".collapsed-branches").click()
+    with page.expect_navigation():
+        page.locator(".collapsed-branches").click()
     assert turns(page) == ["B", "B1", "B2"]
     page.fill(".bookmark-form [name=note]", "look here")
-    page.locator("[data-bookmark-save]").click()
+    with page.expect_navigation():
+        page.locator("[data-bookmark-save]").click()
     assert "hoist=B" in page.url  # back where the form was
     assert page.locator('.tree-row[data-turn="B"] .mark-bookmark').count() == 1
-    page.locator("[data-bookmark-remove]").click()
+    with page.expect_navigation():
+        page.locator("[data-bookmark-remove]").click()
     assert page.locator(".mark-bookmark").count() == 0
     context.close()
 
 
-def test_a_phone_hoists_and_bookmarks_by_touch(browser, live_server, viewer, branched):  # noqa: F811
+def test_a_phone_hoists_and_bookmarks_by_touch(browser, live_server, viewer, branched):
     context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
                                   is_mobile=True)  # fmt: skip
     page = context.new_page()
