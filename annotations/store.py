@@ -437,3 +437,110 @@ def visited_turns(user, session_id: str, turn_ids: Iterable[str]) -> set[str]:
         return set()
     found = Visit.objects.filter(user=user, session_id=session_id, turn_id__in=ids)
     return set(found.values_list("turn_id", flat=True))
+
+
+# -- What datasets are built from -------------------------------------------------------------
+
+
+@dataclass
+class TurnMarks:
+    """Everyone's marks on one turn, gathered for a dataset record."""
+
+    turn_id: str
+    session_ids: list[str] = field(default_factory=list)  # where it was annotated
+    labels: set = field(default_factory=set)
+    up: int = 0
+    down: int = 0
+    scores: list[int] = field(default_factory=list)
+    people: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        return {
+            "labels": sorted(self.labels),
+            "thumbs_up": self.up,
+            "thumbs_down": self.down,
+            "scores": self.scores,
+            "annotated_by": sorted(set(self.people)),
+        }
+
+
+def marked_turns(labels=(), thumbs_up: bool = False, chunk: int = 1000):
+    """The turns holding one of `labels` or (thumbs_up) a 👍, in turn-id order, each with
+    everyone's marks on it: read `chunk` turns at a time (a dataset of 100,000 turns holds one
+    chunk in memory, never the list)."""
+    wanted = Q()
+    if labels:
+        wanted |= Q(labels__name__in=list(labels))
+    if thumbs_up:
+        wanted |= Q(thumb=1)
+    if not wanted:
+        return
+    matching = Annotation.objects.exclude(turn_id="").filter(wanted)
+    after = None
+    while True:
+        page = matching if after is None else matching.filter(turn_id__gt=after)
+        ids = list(page.order_by("turn_id").values_list("turn_id", flat=True).distinct()[:chunk])
+        if not ids:
+            return
+        found = {turn_id: TurnMarks(turn_id) for turn_id in ids}
+        rows = (
+            Annotation.objects.filter(turn_id__in=ids)
+            .select_related("user")
+            .prefetch_related("labels")
+            .order_by("id")
+        )
+        for annotation in rows:
+            marks = found[annotation.turn_id]
+            if annotation.session_id not in marks.session_ids:
+                marks.session_ids.append(annotation.session_id)
+            marks.labels |= {label.name for label in annotation.labels.all()}
+            marks.up += annotation.thumb == 1
+            marks.down += annotation.thumb == -1
+            if annotation.score is not None:
+                marks.scores.append(annotation.score)
+            marks.people.append(annotation.user.get_username())
+        yield from (found[turn_id] for turn_id in ids)
+        after = ids[-1]
+
+
+@dataclass
+class PairChoice:
+    """A preference pair as datasets export it: who chose it (several people may have)."""
+
+    session_id: str
+    branch_turn_id: str
+    chosen_turn_id: str
+    rejected_turn_id: str
+    chosen_by: list[str]
+
+
+def preference_pairs(chunk: int = 1000):
+    """Every distinct (branch point, chosen, rejected) with the people who chose it, in that
+    order, read a chunk of branch points at a time."""
+    after = None
+    while True:
+        page = (
+            Preference.objects.all()
+            if after is None
+            else Preference.objects.filter(branch_turn_id__gt=after)
+        )
+        branches = list(
+            page.order_by("branch_turn_id")
+            .values_list("branch_turn_id", flat=True)
+            .distinct()[:chunk]
+        )
+        if not branches:
+            return
+        pairs: dict[tuple, PairChoice] = {}
+        rows = (
+            Preference.objects.filter(branch_turn_id__in=branches)
+            .select_related("user")
+            .order_by("branch_turn_id", "chosen_turn_id", "rejected_turn_id", "id")
+        )
+        for p in rows:
+            key = (p.branch_turn_id, p.chosen_turn_id, p.rejected_turn_id)
+            if key not in pairs:
+                pairs[key] = PairChoice(p.session_id, *key, [])
+            pairs[key].chosen_by.append(p.user.get_username())
+        yield from pairs.values()
+        after = branches[-1]

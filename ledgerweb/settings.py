@@ -38,6 +38,7 @@ COMMANDS_WITHOUT_SECRET = {
     "ledger_index",
     "ledger_rollup",
     "ledger_otel_export",
+    "ledger_dataset",
 }
 SECRET_KEY = env_str("SECRET_KEY")
 _manage_command = sys.argv[1] if Path(sys.argv[0]).name == "manage.py" and len(sys.argv) > 1 else ""
@@ -101,6 +102,7 @@ INSTALLED_APPS = [
     "pipeline.apps.PipelineConfig",
     "search.apps.SearchConfig",
     "annotations",
+    "datasets",
     "otel",
     "importers",
     "demo",

@@ -23,5 +23,6 @@ urlpatterns = [
     path("bookmarks/", include("sessions.bookmark_urls")),
     path("pipeline/", include("pipeline.urls")),
     path("search/", include("search.urls")),
+    path("datasets/", include("datasets.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -138,15 +138,21 @@ def transcript(session: Session, thread: Thread) -> Iterator[bytes]:
 
 def _messages(thread: Thread) -> Iterator[tuple[dict, bool]]:
     """Each chat message of the export, and whether it holds a value to stream in pieces."""
-    steps = thread.steps
-    for start in range(0, len(steps), TURNS_PER_READ):
-        batch = steps[start : start + TURNS_PER_READ]
-        messages, calls = _contents([s.turn.id for s in batch])
-        for step in batch:
-            turn = step.turn
+    for _, messages in chat_messages([s.turn for s in thread.steps]):
+        yield from messages
+
+
+def chat_messages(turns: list) -> Iterator[tuple[object, Iterator[tuple[dict, bool]]]]:
+    """Each turn (a TurnInfo) with its chat messages as the export writes them (each with its
+    `ledger` ids, and whether it holds a value to stream in pieces: write it with
+    encode_json). Read a batch of turns at a time. Datasets (datasets/) build on this."""
+    for start in range(0, len(turns), TURNS_PER_READ):
+        batch = turns[start : start + TURNS_PER_READ]
+        messages, calls = _contents([t.id for t in batch])
+        for turn in batch:
             ref = {"turn_id": turn.id, "session_id": turn.session_id}
             timeline = in_order(messages.get(turn.id, []), calls.get(turn.id, []), turn.started_at)
-            yield from _turn_messages(timeline, ref)
+            yield turn, _turn_messages(timeline, ref)
 
 
 def _inline(value: Value) -> "str | None | Value":
@@ -227,6 +233,11 @@ def _plain(value):
 
 def _dumps(value) -> str:
     return json.dumps(value, ensure_ascii=False, default=_plain)
+
+
+def encode_json(value) -> Iterator[str]:
+    """JSON text of a value holding chat messages, long values streamed piece by piece."""
+    return _encode(value)
 
 
 def _encode(value) -> Iterator[str]:

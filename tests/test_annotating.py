@@ -1,12 +1,9 @@
 """Annotating a turn or a session through its page, as each role, with and without htmx: what is
 stored, what everyone then sees, and what is refused (issue 31, item 1)."""
 
-import hashlib
-from pathlib import Path
-
 import pytest
 from builders import LEDGER_DB, parse_fragment, parse_html
-from django.conf import settings
+from ledger_fingerprint import ledger_fingerprint
 
 from annotations.models import Annotation, Label
 
@@ -29,17 +26,13 @@ def convo(ledger):
     return s
 
 
-def ledger_digest() -> str:
-    return hashlib.sha256(Path(settings.LEDGER_DB).read_bytes()).hexdigest()
-
-
 def annotate(client, url="/sessions/S1/turns/T2/annotations/", htmx=False, **fields):
     data = {"thumb": "", "score": "", "labels": "", "note": ""} | fields
     return client.post(url, data, headers=HTMX if htmx else {})
 
 
-def test_a_viewer_labels_scores_and_notes_a_turn_without_htmx(viewer_client, viewer, convo):
-    before = ledger_digest()
+def test_a_viewer_labels_scores_and_notes_a_turn_without_htmx(viewer_client, viewer, ledger, convo):
+    before = ledger_fingerprint(ledger)
     response = annotate(
         viewer_client,
         thumb="down",
@@ -61,7 +54,7 @@ def test_a_viewer_labels_scores_and_notes_a_turn_without_htmx(viewer_client, vie
     assert "vera" in block and "👎" in block and "2/5" in block
     assert "<strong>gmail</strong>" in block  # the note's Markdown, rendered
     assert ">wrong-tool</a>" in block and ">slow</a>" in block
-    assert ledger_digest() == before  # the ledger is never written
+    assert ledger_fingerprint(ledger) == before  # the ledger is never written
 
 
 def test_with_htmx_the_post_answers_the_block_it_came_from(viewer_client, convo):

@@ -100,7 +100,11 @@ def test_the_roles_hold_the_permissions_of_the_security_model():
     viewer, operator, admin = perms("viewer"), perms("operator"), perms("admin")
     assert "conversations.view_session" in viewer and "pipeline.view_nexusrequest" in viewer
     assert not {p for p in viewer if not p.split(".")[1].startswith("view_")}
-    assert operator - viewer == {"conversations.archive_session", "conversations.fork_session"}
+    assert operator - viewer == {
+        "conversations.archive_session",
+        "conversations.fork_session",
+        "annotations.remove_any_annotation",
+    }
     assert admin - operator == {
         "conversations.mark_session_deleted",
         "pipeline.run_retention",

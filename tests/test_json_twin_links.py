@@ -19,6 +19,7 @@ TWINLESS = {
     "sessions:export",
     "pipeline:similar",
     "search:in_session",
+    "datasets:export",
 }
 PAGES_WITH_TWINS = [
     url for name, (url, status) in URLS.items() if url and status == 200 and name not in TWINLESS

@@ -43,6 +43,12 @@ URLS = {
     "pipeline:similar": ("/pipeline/requests/R1/similar/", 200),
     "search:search": ("/search/?q=hello", 200),
     "search:in_session": ("/search/in/S1/?q=hello", 200),
+    "datasets:index": ("/datasets/", 200),
+    "datasets:export": ("/datasets/export.jsonl?kind=preferences", 200),
+    "datasets:run": (
+        "/datasets/runs/999/",
+        404,
+    ),  # no export on this ledger (tests/test_datasets.py)
 }
 CHART_URLS = [
     (f"/pipeline/charts/{slug}/?since={T0 - 3_600_000}&until={T0 + 3_600_000}", 200)
