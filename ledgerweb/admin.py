@@ -7,11 +7,11 @@ from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db.models import BooleanField, TextField
-from django.template.defaultfilters import linebreaksbr
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.functional import cached_property
+from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 from django.utils.text import smart_split
 from django.utils.translation import gettext as _
@@ -25,8 +25,6 @@ from ledgerweb.text import as_text
 
 # The ledger is append-only (seed 000) and ledgerweb deletes nothing: no bulk delete anywhere.
 admin.site.disable_action("delete_selected")
-admin.site.site_header = "ledgerweb admin"
-admin.site.site_title = "ledgerweb"
 
 PAGINATOR_CAP = 10_000
 
@@ -51,7 +49,7 @@ def _cut_to_a_page(field_name: str):
         value = getattr(obj, field_name)
         if value is None:
             return "-"
-        shown = linebreaksbr(as_text(value), autoescape=True)  # as the admin shows text
+        shown = format_html('<pre class="admin-long">{}</pre>', as_text(value))
         total = obj.cut_lengths.get(field_name)
         if total is None:
             return shown
@@ -148,7 +146,12 @@ class ReadOnlyLedgerAdmin(admin.ModelAdmin):
 
     list_per_page = 50
     change_form_template = "ledgerweb/admin/change_form.html"
+
     object_history_template = "ledgerweb/admin/object_history.html"
+
+    class Media:
+        css = {"all": ["css/admin.css"]}  # long values wrap
+
     show_full_result_count = False  # no count(*) of a million rows on every page
     paginator = CappedPaginator
     # Every term is one more LIKE in one expression: ~1,900 of them make SQLite refuse the
@@ -225,3 +228,6 @@ def when(ms) -> str:
     """A ledger time as local wall-clock time for an admin column; junk shown as stored."""
     moment = ms_to_datetime(ms)
     return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M") if moment else str(ms)
+
+
+from ledgerweb import people_admin  # noqa: E402,F401 - registers People and roles

@@ -1,3 +1,4 @@
+from django.contrib.auth.models import User
 from django.db import models
 
 
@@ -24,3 +25,15 @@ class LinkedValue(models.Model):
     key = models.CharField(max_length=22, primary_key=True)
     value = models.TextField()  # as a JSON string: PostgreSQL's text cannot hold a NUL
     created_at = models.DateTimeField(auto_now_add=True)
+
+
+class Person(User):
+    """The site's users as the admin lists them for admins (not staff) to give roles: a proxy of
+    Django's user, so that its own permissions let an admin see who has which role and change
+    only that, never passwords or the superuser flag (ledgerweb/people_admin.py)."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "person and role"
+        verbose_name_plural = "people and roles"
+        permissions = [("assign_role", "Can give people a role")]

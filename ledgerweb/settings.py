@@ -39,6 +39,7 @@ COMMANDS_WITHOUT_SECRET = {
     "ledger_rollup",
     "ledger_otel_export",
     "ledger_dataset",
+    "ledger_role",
 }
 SECRET_KEY = env_str("SECRET_KEY")
 _manage_command = sys.argv[1] if Path(sys.argv[0]).name == "manage.py" and len(sys.argv) > 1 else ""
@@ -86,7 +87,7 @@ MODEL_PRICES = parse_price_overrides(
 )
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "ledgerweb.apps.LedgerAdminConfig",  # django.contrib.admin, let in by role
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -8,6 +8,9 @@ from ledgerweb.converters import LedgerIdConverter
 # <id:…> in every app's URLs: ledger ids chosen by other programs (see converters.py).
 register_converter(LedgerIdConverter, "id")
 
+# A refused page in the site's layout, naming the role it needs and whom to ask.
+handler403 = "ledgerweb.views.refused"
+
 urlpatterns = [
     path("", include("overview.urls")),
     path("healthz", views.healthz, name="healthz"),

@@ -1,8 +1,7 @@
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
-from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
 from django.views.decorators.cache import never_cache
@@ -10,8 +9,9 @@ from django.views.decorators.http import require_GET
 
 from ledgerweb import dialect, health, json_twins, sqlite
 from ledgerweb.db import LEDGER
-from ledgerweb.http import respond
+from ledgerweb.http import respond, wants_json
 from ledgerweb.params import answers_bad_parameters, choice, strict
+from ledgerweb.roles import ROLE_PROMISES, RoleRequired, may_see_health, role_of, who_gives_roles
 
 
 @login_not_required
@@ -33,8 +33,8 @@ def healthz(request: HttpRequest) -> HttpResponse:
 def health_report(request: HttpRequest) -> HttpResponse:
     """The ledger's invariants, for staff: the report the background summariser keeps (the
     checks scan whole tables: 41 s on a big ledger), or run now when there is none or on ?run=1."""
-    if not request.user.is_staff:
-        raise PermissionDenied("The health report is for staff.")
+    if not may_see_health(request.user):
+        raise RoleRequired("admin", "The health report")
     run_now = strict(request.GET, "run", choice("1")) == "1"
     report = None if run_now else health.kept_report()
     kept = report is not None
@@ -61,3 +61,25 @@ def health_report(request: HttpRequest) -> HttpResponse:
 def favicon(request: HttpRequest) -> HttpResponse:
     """Pages we do not template (the admin's) make browsers ask for /favicon.ico."""
     return redirect(static("favicon.svg"), permanent=True)
+
+
+def refused(request: HttpRequest, exception=None) -> HttpResponse:
+    """The 403 page (handler403): in the site's layout, saying which role the page needs, what
+    the person has, and whom to ask for it. JSON for a JSON twin."""
+    needed = getattr(exception, "role", None)
+    what = getattr(exception, "what", None)
+    user = request.user
+    ctx = {
+        "needed": needed,
+        "needed_promise": ROLE_PROMISES.get(needed or ""),
+        "what": what,
+        "message": str(exception) if exception and not needed else "",
+        "current": role_of(user) if user.is_authenticated else None,
+        "ask": who_gives_roles() if user.is_authenticated else [],
+    }
+    if wants_json(request):
+        body = {"error": "refused", "role_needed": needed, "your_role": ctx["current"],
+                "ask": ctx["ask"], "detail": str(exception or "")}  # fmt: skip
+        return JsonResponse(body, status=403)
+    template = "refused.html#message" if getattr(request, "htmx", False) else "refused.html"
+    return render(request, template, ctx, status=403)

@@ -1,13 +1,13 @@
 """The Nexus Ledger in the admin: read-only, each row linking to its debugging page."""
 
 from django.contrib import admin
-from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
 from ledgerweb.admin import ReadOnlyLedgerAdmin, when
 from ledgerweb.db import LEDGER_WRITE, ledger_connectable, ledger_place
+from ledgerweb.roles import RoleRequired
 from pipeline.detail import LONG_FIELDS
 from pipeline.models import NexusRequest
 from pipeline.retention import apply_retention
@@ -68,7 +68,7 @@ class NexusRequestAdmin(ReadOnlyLedgerAdmin):
     def retention_view(self, request):
         """What `manage.py ledger_retention` would do now, for admins (a dry run: no change)."""
         if not request.user.has_perm("pipeline.run_retention"):
-            raise PermissionDenied
+            raise RoleRequired("admin", "The retention dry run")
         try:
             lines = apply_retention(
                 ledger_connectable(LEDGER_WRITE), dry_run=True, time_limit_s=DRY_RUN_TIME_LIMIT_S

@@ -8,7 +8,6 @@ other tables are read-only lists that link to their pages in the dashboard.
 from dataclasses import dataclass
 
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
 from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.shortcuts import redirect
@@ -22,6 +21,7 @@ from ledgerfacts.timestamps import ms_to_datetime
 from ledgerweb import sqlite
 from ledgerweb.admin import ReadOnlyLedgerAdmin, ValuesFilter, when
 from ledgerweb.paging import capped
+from ledgerweb.roles import RoleRequired
 from sessions.kinds import RoutingKey
 from sessions.models import Compaction, Message, Session, ToolCall, Turn
 from sessions.status_changes import change_status
@@ -159,7 +159,7 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
     def archive_idle_view(self, request):
         """Archive every active session idle for more than N days, after a preview count."""
         if not self.has_archive_permission(request):
-            raise PermissionDenied
+            raise RoleRequired("operator", "Archiving idle sessions")
         raw = (request.POST.get("days") or request.GET.get("days") or "30").strip()
         days, problem = idle_days(raw)
         if problem:  # said, and never acted on: a bad number must not archive by a default

@@ -2,7 +2,6 @@ import logging
 from dataclasses import replace
 
 from django.contrib import messages as flash
-from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
@@ -16,6 +15,7 @@ from ledgerweb import downloads, long_values, sqlite
 from ledgerweb.html_parts import IdUrls, css_name
 from ledgerweb.http import respond, wants_json
 from ledgerweb.params import answers_bad_parameters, choice, cursor, exact, linked, strict
+from ledgerweb.roles import RoleRequired
 from ledgerweb.text import show_json
 from sessions import compare as comparing
 from sessions import export as exporting
@@ -104,6 +104,8 @@ def _label_choices(selected: str) -> list[str]:
     """The labels in use, and the one asked for even when no annotation holds it any more."""
     labels = annotation_store.labels_in_use()
     return labels if not selected or selected in labels else [selected, *labels]
+
+
 # At most this many branches collapsed in one address (each is a parameter of it).
 MAX_COLLAPSED = 100
 
@@ -570,7 +572,7 @@ def _thread_page(request: HttpRequest, ctx: dict) -> HttpResponse:
 @require_POST
 def fork(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     if not request.user.has_perm("conversations.fork_session"):
-        raise PermissionDenied("Only operators can fork sessions.")
+        raise RoleRequired("operator", "Forking a session")
     origin = _get_session_and_turn(session_id, turn_id)
     label = request.POST.get("label", "").strip()
     if not label:

@@ -181,7 +181,14 @@ def viewer(django_user_model):
 
 @pytest.fixture
 def operator(django_user_model):
-    return _member_of(django_user_model, "otto", "operator", is_staff=True)
+    # As the README describes one: in the operator group, nothing more (no staff flag).
+    return _member_of(django_user_model, "otto", "operator")
+
+
+@pytest.fixture
+def admin_by_role(django_user_model):
+    """An admin as the README describes one: in the admin group, neither staff nor superuser."""
+    return _member_of(django_user_model, "adele", "admin")
 
 
 @pytest.fixture

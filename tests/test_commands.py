@@ -109,4 +109,6 @@ def test_the_roles_hold_the_permissions_of_the_security_model():
         "conversations.mark_session_deleted",
         "pipeline.run_retention",
         "admin.view_logentry",
+        "ledgerweb.view_person",  # the admin's "People and roles"
+        "ledgerweb.assign_role",
     }

@@ -144,9 +144,19 @@ def test_the_command_lists_passed_checks_when_asked(clean):
     assert "PASSED tree integrity: turns whose parent turn does not exist" in out.getvalue()
 
 
-def test_the_health_page_is_for_staff_only(viewer_client, client, operator, clean):
+def test_the_health_page_is_for_admins_and_staff(
+    viewer_client, client, operator, admin_by_role, clean, django_user_model
+):
     assert viewer_client.get("/health/").status_code == 403
     client.force_login(operator)
+    assert client.get("/health/").status_code == 403  # an admin's page: said so, with whom to ask
+    from django.contrib.auth.models import Group
+
+    staff = django_user_model.objects.create_user("stan", password="pw", is_staff=True)
+    staff.groups.add(Group.objects.get(name="viewer"))  # a viewer someone made staff
+    client.force_login(staff)
+    assert client.get("/health/").status_code == 200
+    client.force_login(admin_by_role)  # by role alone, as the README describes an admin
     response = client.get("/health/")
     assert response.status_code == 200
     assert b"Ledger health" in response.content

@@ -8,8 +8,8 @@ from builders import LEDGER_DB, T0
 from django.core.management import call_command
 from test_rollups import SINCE, UNTIL, WINDOW, every_chart, messy_requests, stored_hours
 
-from ledgerfacts.timestamps import now_ms
 from background import lock
+from ledgerfacts.timestamps import now_ms
 from pipeline import charts, rollups
 
 pytestmark = LEDGER_DB

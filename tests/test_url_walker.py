@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db(databases="__all__")
 URLS = {
     "overview": ("/", 200),
     "healthz": ("/healthz", 200),
-    "health": ("/health/", 200),
+    "health": ("/health/", 403),  # an admin's page (tests/test_health.py, test_roles.py)
     "login": ("/accounts/login/", 302),
     "logout": ("/accounts/logout/", 405),
     "sessions:list": ("/sessions/?status=all", 200),
