@@ -1,10 +1,11 @@
 """The three roles of ARCHITECTURE.md §7 and the permissions each one holds.
 
 viewer   browse and export
-operator a viewer who can also archive/restore sessions (in the admin site), fork from a turn
-         and remove anyone's annotation (everyone annotates and edits their own)
-admin    an operator who can also mark sessions deleted, run retention, see the health page and
-         give people their roles
+operator a viewer who can also archive/restore sessions (in the admin site), fork from a turn,
+         remove anyone's annotation (everyone annotates and edits their own) and triage failure
+         issues (resolve, ignore, merge)
+admin    an operator who can also mark sessions deleted, run retention, see the health page,
+         give people their roles and manage alert rules
 
 A role is enough for what it promises: the admin site lets in operators and admins by their
 role, without Django's staff flag (docs/decisions.md). A refused page says which role it needs
@@ -25,6 +26,7 @@ OPERATOR = [
     # Anyone with a role annotates (it changes nothing in the ledger) and edits their own;
     # operators may also remove anyone's (issue 31).
     "annotations.remove_any_annotation",
+    "issues.triage_issue",
 ]
 ADMIN = [
     *OPERATOR,
@@ -33,14 +35,19 @@ ADMIN = [
     "admin.view_logentry",
     "ledgerweb.view_person",
     "ledgerweb.assign_role",
+    "issues.view_issue",
+    "issues.view_issuechange",
+    *(f"alerts.{do}_alertrule" for do in ("view", "add", "change", "delete")),
+    "alerts.view_alert",
 ]
 
 ROLES = {"viewer": VIEWER, "operator": OPERATOR, "admin": ADMIN}
 # What each role adds, as a refused page and the admin's people list say it.
 ROLE_PROMISES = {
     "viewer": "browse and export",
-    "operator": "also archive, restore and fork",
-    "admin": "also mark sessions deleted, run retention, see the health page and give roles",
+    "operator": "also archive, restore and fork, and resolve, ignore and merge issues",
+    "admin": "also mark sessions deleted, run retention, see the health page, give roles and"
+    " manage alert rules",
 }
 ASKED = 3  # admins named on a refused page
 
@@ -128,3 +135,21 @@ def sync_roles_in_migration(apps, schema_editor, *, missing_ok: bool = False) ->
         app_config.models_module = None
     group, permission = apps.get_model("auth", "Group"), apps.get_model("auth", "Permission")
     sync_roles(group, permission, missing_ok=missing_ok)
+
+
+def grant_app_permissions(apps, schema_editor, app_label: str) -> None:
+    """A data migration's step for an app migrated after the roles: create its permissions now
+    (Django makes them only after every migration) and give each to the groups that hold it in
+    ROLES (as annotations/migrations/0003_… does for its one)."""
+    from django.contrib.auth.management import create_permissions
+
+    config = apps.get_app_config(app_label)
+    config.models_module = True
+    create_permissions(config, verbosity=0, using=schema_editor.connection.alias, apps=apps)
+    config.models_module = None
+    permissions = apps.get_model("auth", "Permission").objects.filter(
+        content_type__app_label=app_label
+    )
+    for group in apps.get_model("auth", "Group").objects.filter(name__in=ROLES):
+        wanted = {p.split(".", 1)[1] for p in ROLES[group.name] if p.startswith(app_label + ".")}
+        group.permissions.add(*[p for p in permissions if p.codename in wanted])

@@ -105,6 +105,7 @@ INSTALLED_APPS = [
     "annotations",
     "datasets",
     "otel",
+    "issues",
     "importers",
     "demo",
 ]

@@ -24,6 +24,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("sessions/", include("sessions.urls")),
     path("bookmarks/", include("sessions.bookmark_urls")),
+    path("pipeline/issues/", include("issues.urls")),  # the failure inbox: an app of its own
     path("pipeline/", include("pipeline.urls")),
     path("search/", include("search.urls")),
     path("datasets/", include("datasets.urls")),

@@ -164,3 +164,34 @@ class FailureSignature(models.Model):
             ),
             models.Index(fields=["ledger", "hour"], name="failure_signature_hour"),
         ]
+
+
+class FailureGroupHour(models.Model):
+    """One stored hour's failures of one group, a failed stage and an error signature
+    (pipeline/failure_groups.py), for one source and persona or `combined` over all of them, as
+    RollupFact keeps its rows: how many, the first and last started_at, the newest requests, and
+    the sorted distinct hashes of the principals, sessions, channels, personas and models they
+    touched (packed int64 arrays). The failure inbox and the alert rules read these."""
+
+    ledger = models.TextField()  # RollupLedger.key
+    hour = TimestampMs()
+    combined = models.BooleanField()
+    source = models.TextField(null=True)
+    persona = models.TextField(null=True)
+    error_stage = models.TextField(null=True)
+    signature = models.TextField()
+    n = models.BigIntegerField()
+    first_at = TimestampMs()
+    last_at = TimestampMs()
+    newest = models.TextField()  # JSON [[started_at, rowid or id], …], newest first
+    # failure_groups.TOUCHED, each as touched_<name>
+    touched_principals = models.BinaryField()
+    touched_sessions = models.BinaryField()
+    touched_channels = models.BinaryField()
+    touched_personas = models.BinaryField()
+    touched_models = models.BinaryField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["ledger", "combined", "hour"], name="failure_group_hour"),
+        ]

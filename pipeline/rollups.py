@@ -36,8 +36,10 @@ from ledgerfacts.timestamps import now_ms
 from ledgerweb import dialect, sqlite, state_db
 from ledgerweb.costs import tier_band_sql, token_count_sql
 from ledgerweb.db import LEDGER, ledger_identity
+from pipeline import failure_groups
 from pipeline.flags import HANDLED_BY, flag_state
 from pipeline.models import (
+    FailureGroupHour,
     FailureSignature,
     RollupFact,
     RollupHour,
@@ -126,9 +128,6 @@ TIMINGS = f"""SELECT {_COLUMNS}, item.key, {_TIMING}, count(*)
     WHERE {{where}} AND item.type IN ('integer', 'real') AND {_TIMING} >= 0
       AND {_TIMING} < {MAX_STAGE_MS}
     GROUP BY 1, 2, 3, 4, 5"""
-# Each failed row's signature, kept for "similar failures" (pipeline/signature_search.py).
-FAILURE_SIGNATURES = f"""SELECT rowid, {SQL_FUNCTION}(error_message) FROM nexus_requests
-    WHERE {{where}} AND +status = 'failed'"""
 # Every column FACTS and TIMINGS read (and hooks_context, where the runtime names the hook that
 # handled a request): an hour's content checksum covers these, each with its type (quote() tells
 # 12 from 12.0, '12' and NULL), so any edit that can move a figure moves it. (tests/test_rollups.py
@@ -138,6 +137,7 @@ FACT_COLUMNS = (
     "agent_tokens_total", "delivery_channel", "delivery_success", "error_stage", "error_message",
     "hooks_matched", "hooks_fired", "hooks_handled", "hooks_context", "stage_timings",
     "agent_tokens_prompt", "agent_tokens_completion",  # the cost chart's "usage" fact
+    "session_key",  # the sessions a failure group touched (failure_groups.ROWS)
 )  # fmt: skip
 CHECKSUM_FUNCTION = "ledger_row_checksum"
 
@@ -237,6 +237,22 @@ class Plan:
 
     def with_live(self, start: int, end: int) -> "Plan":
         return replace(self, live=_merged([*self.live, (start, end)]))
+
+    def within(self, since_ms: int, until_ms: int) -> "Plan":
+        """The part of this plan in [since, until), `since` on the hour (an hour is in or out
+        whole): a shorter window read from the same census and the same left-out hours."""
+
+        def inside(hour: int) -> bool:
+            return since_ms <= hour < until_ms
+
+        return replace(
+            self,
+            stored=[hour for hour in self.stored if inside(hour)],
+            live=_clipped(self.live, since_ms, until_ms),
+            processing=_clipped(self.processing, since_ms, until_ms),
+            pending=[(hour, rows) for hour, rows in self.pending if inside(hour)],
+            left_out=[(hour, rows) for hour, rows in self.left_out if inside(hour)],
+        )
 
     def bounded(self, max_rows: int) -> "Plan":
         """This plan reading at most `max_rows` rows of its hours not summarised yet, newest
@@ -347,7 +363,13 @@ def _forget_stale_ledgers(path: str, now: int) -> None:
     for key in list(stale.values_list("key", flat=True)):
         with transaction.atomic(using="default"):
             left = False
-            for model in (RollupFact, RollupTimings, FailureSignature, RollupHour):
+            for model in (
+                RollupFact,
+                RollupTimings,
+                FailureSignature,
+                FailureGroupHour,
+                RollupHour,
+            ):
                 batch = model.objects.filter(ledger=key).values("pk")[:FORGET_ROWS]
                 deleted, _ = model.objects.filter(pk__in=batch).delete()
                 left = left or deleted == FORGET_ROWS
@@ -664,22 +686,25 @@ def _build_hour(key: str, hour: int, expected: int, digest: float) -> bool:
         if json.loads(fingerprint)[1] != digest:
             return False
         timings = _raw_timings(where, params)
-        # Keyed by rowid, which a PostgreSQL ledger has not: its similar failures are masked
-        # live (pipeline/signature_search.py).
-        signatures = (
-            []
-            if dialect.on_postgres()
-            else sqlite.rows(FAILURE_SIGNATURES.format(where=where), params)
-        )
+        failed = sqlite.rows(failure_groups.rows_sql(where), params)
         content = content_checksums([hour])[hour]
     with transaction.atomic(using="default"):
-        for model in (RollupHour, RollupFact, RollupTimings, FailureSignature):
+        for model in (RollupHour, RollupFact, RollupTimings, FailureSignature, FailureGroupHour):
             model.objects.filter(ledger=key, hour=hour).delete()
+        # Each failed row's signature for "similar failures" (pipeline/signature_search.py), by
+        # rowid, which a PostgreSQL ledger has not: its similar failures are masked live.
+        if not dialect.on_postgres():
+            _insert(
+                FailureSignature,
+                ("ledger", "hour", "request_rowid", "signature"),
+                ((key, hour, ref, signature) for ref, _, _, signature, *_ in failed),
+            )
         _insert(
-            FailureSignature,
-            ("ledger", "hour", "request_rowid", "signature"),
-            ((key, hour, rowid, signature) for rowid, signature in signatures),
-        )
+            FailureGroupHour,
+            ("ledger", "hour", "combined", *failure_groups.STORED_FIELDS),
+            ((key, hour, g.combined, *failure_groups.stored(g))
+             for g in failure_groups.group_hours(failed)),
+        )  # fmt: skip
         _insert(
             RollupFact,
             ("ledger", "hour", "kind", "combined", "source", "persona", "key", "sub", "n",

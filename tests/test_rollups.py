@@ -21,7 +21,7 @@ from ledgerfacts.timestamps import now_ms
 from ledgerweb.db import LEDGER
 from ledgerweb.prices import parse_price_overrides
 from ledgerweb.sqlite import LedgerQueryTimeout
-from pipeline import rollups
+from pipeline import failure_groups, rollups
 from pipeline.charts import CHARTS
 from pipeline.models import RollupFact, RollupHour, RollupLedger, RollupTimings
 
@@ -356,6 +356,7 @@ def test_the_content_checksum_covers_every_column_the_facts_read():
         [
             *rollups.FACTS.values(),
             rollups.TIMINGS.format(items=items, where="", bucket="", number=""),
+            failure_groups.ROWS,  # the failure groups stored with each hour
         ]
     )
     read = {

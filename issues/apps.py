@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class IssuesConfig(AppConfig):
+    name = "issues"
+    verbose_name = "Failure inbox"

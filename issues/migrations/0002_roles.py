@@ -1,0 +1,18 @@
+"""The operator's role triages issues, the admin's views their rows: the groups get the permissions this app's models brought (ledgerweb.roles)."""
+
+from django.db import migrations
+
+from ledgerweb.roles import grant_app_permissions
+
+
+def grant(apps, schema_editor):
+    grant_app_permissions(apps, schema_editor, "issues")
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("issues", "0001_initial"),
+        ("ledgerweb", "0001_roles"),
+    ]
+
+    operations = [migrations.RunPython(grant, migrations.RunPython.noop)]
