@@ -16,7 +16,7 @@ from issues.figures import Figures
 from issues.lifecycle import Status
 from issues.models import Issue
 from ledgerfacts.timestamps import now_ms
-from ledgerweb.params import Invalid, choice, moment_ms, read, reject, text
+from ledgerweb.params import choice, moment_ms, read, reject, text, whole_number
 from pipeline import failure_window
 from pipeline.failure_window import Reader, Scope
 from pipeline.filters import WINDOWS, value_query, window_bounds
@@ -33,12 +33,6 @@ SORTS = {
 STATUS_FILTERS = ("unresolved", *lifecycle.STATUSES, "all")
 PAGE_SIZE = 25
 MAX_PAGE = 10_000
-
-
-def page_number(raw: str) -> int:
-    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= MAX_PAGE:
-        raise Invalid(f"a page number from 1 to {MAX_PAGE:,}")
-    return int(raw)
 
 
 @dataclass
@@ -64,7 +58,7 @@ class InboxFilters:
         f = cls(errors=errors)
         f.status = read(params, "status", choice(*STATUS_FILTERS), errors) or f.status
         f.sort = read(params, "sort", choice(*SORTS), errors) or f.sort
-        f.page = read(params, "page", page_number, errors) or 1
+        f.page = read(params, "page", whole_number(1, MAX_PAGE), errors) or 1
         f.source = read(params, "source", text, errors) or ""
         f.persona = read(params, "persona", text, errors) or ""
         f.q = read(params, "q", text, errors) or ""
@@ -189,7 +183,7 @@ class Reading:
         figures.add_details(self.reader, [f for f in issues if not f.detailed], since_ms, until_ms)
 
 
-def read_issues(filters: InboxFilters) -> Reading:
+def read_issues(filters: InboxFilters, build: bool = True) -> Reading:
     now = now_ms()
     states = lifecycle.states()
     issue_of = lifecycle.canonical(states)
@@ -198,7 +192,7 @@ def read_issues(filters: InboxFilters) -> Reading:
     # Every hour the ledger holds (first and last seen, in all, the trends), and the window
     # before this one (escalation) even where the ledger starts later.
     since_all = min(first if first is not None else since, since - (until - since))
-    the_plan = failure_window.plan(since_all, max(until, now))
+    the_plan = failure_window.plan(since_all, max(until, now), build)
     reader = Reader(the_plan, filters.scope)
     found = figures.read(reader, since, until, now, issue_of)
     # The status is the issue's own, whatever the channel or persona the inbox shows.
@@ -262,3 +256,29 @@ def _order(sort: str):
         return (row.status.name != "regressed", figure, -(f.last_in_window or 0), f.id)
 
     return key
+
+
+@dataclass
+class Attention:
+    """What needs someone now: the issues that regressed, then the new ones (first seen in the
+    last 24 hours), newest first, and how many of each."""
+
+    rows: list[Row]
+    counts: dict[str, int]
+    notes: list[str]
+
+
+ATTENTION = ("regressed", "new")
+
+
+def attention(limit: int = 6) -> Attention:
+    filters = InboxFilters.from_query({"window": DEFAULT_WINDOW})
+    reading = read_issues(filters, build=False)  # the overview builds no summary
+    rows, counts = [], dict.fromkeys(ATTENTION, 0)
+    for key, f in reading.figures.items():
+        status = reading.status(key)
+        if f.count and status.name in ATTENTION:
+            counts[status.name] += 1
+            rows.append(Row(f, status, reading.states.get(key)))
+    rows.sort(key=_order("last_seen"))
+    return Attention(rows[:limit], counts, reading.notes)

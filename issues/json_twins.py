@@ -4,7 +4,7 @@ from django.urls import reverse
 
 from issues.detail import IssueDetail
 from issues.figures import Figures
-from issues.inbox import PAGE_SIZE, Inbox, Row
+from issues.inbox import PAGE_SIZE, Attention, Inbox, Row
 
 
 def _figures(f: Figures, now: int) -> dict:
@@ -111,5 +111,26 @@ def issue(d: IssueDetail) -> dict:
                 "issue": c.issue.issue_id,
             }
             for c in d.history
+        ],
+    }
+
+
+def attention(found: Attention) -> dict:
+    """The overview's new and regressed issues."""
+    return {
+        "counts": found.counts,
+        "not_counted": found.notes,
+        "issues": [
+            {
+                "id": row.id,
+                "url": reverse("issues:issue", args=[row.id]),
+                "status": row.status.name,
+                "error_stage": row.figures.stage,
+                "signature": row.figures.signature,
+                "count": row.figures.count,
+                "first_seen": row.figures.first_seen,
+                "last_seen": row.figures.last_seen,
+            }
+            for row in found.rows
         ],
     }

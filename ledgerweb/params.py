@@ -138,6 +138,17 @@ def choice(*options: str, unlisted: tuple[str, ...] = ()) -> Callable[[str], str
     return parse
 
 
+def whole_number(low: int, high: int) -> Callable[[str], int]:
+    """A whole number from `low` to `high` written in ASCII digits (a page, an id, a count)."""
+
+    def parse(raw: str) -> int:
+        if not _DIGITS.fullmatch(raw) or not low <= int(raw) <= high:
+            raise Invalid(f"a whole number from {low:,} to {high:,}")
+        return int(raw)
+
+    return parse
+
+
 def moment_ms(raw: str) -> int:
     """A time as Unix milliseconds, or as an ISO date and time (the site's time zone unless the
     value names one), from 1970 to 9999."""

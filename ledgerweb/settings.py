@@ -86,6 +86,39 @@ MODEL_PRICES = parse_price_overrides(
     "MODEL_PRICES / MODEL_PRICES_FILE",
 )
 
+# Alerts (alerts/): the rules are evaluated every ALERTS_EVERY_S seconds by the background
+# process; a failed delivery is tried again after ALERTS_RETRY_S, then twice as long each time.
+# Their links point at BASE_URL (this site as people reach it); email goes out through Django's
+# default mailer, configured from EMAIL_HOST, EMAIL_PORT, EMAIL_HOST_USER, EMAIL_HOST_PASSWORD,
+# EMAIL_USE_TLS or EMAIL_USE_SSL (EMAIL_BACKEND: another backend, e.g. the console's), from
+# DEFAULT_FROM_EMAIL.
+BASE_URL = env_str("BASE_URL", "http://127.0.0.1:8000").strip().rstrip("/")
+if not BASE_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured(f"BASE_URL={BASE_URL!r} is not an http:// or https:// address")
+ALERTS_EVERY_S = env_int("ALERTS_EVERY_S", 60, minimum=1)
+ALERTS_RETRY_S = env_int("ALERTS_RETRY_S", 30, minimum=1)
+# Django's mailers (MAILERS, Django 6.1), from the environment's EMAIL_* variables.
+_MAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+_SMTP_OPTIONS = {
+    "host": env_str("EMAIL_HOST", "localhost"),
+    "port": env_int("EMAIL_PORT", 25, minimum=1),
+    "username": env_str("EMAIL_HOST_USER"),
+    "password": env_str("EMAIL_HOST_PASSWORD"),
+    "use_tls": env_bool("EMAIL_USE_TLS", False),
+    "use_ssl": env_bool("EMAIL_USE_SSL", False),
+    "timeout": env_int("EMAIL_TIMEOUT", 10, minimum=1),
+}
+if _SMTP_OPTIONS["use_tls"] and _SMTP_OPTIONS["use_ssl"]:
+    raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL: set one of them, not both")
+MAILERS = {
+    "default": {
+        "BACKEND": _MAIL_BACKEND,
+        # Other backends (console, file) take none of the SMTP server's options.
+        "OPTIONS": _SMTP_OPTIONS if _MAIL_BACKEND.endswith("smtp.EmailBackend") else {},
+    }
+}
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "ledgerweb@localhost")
+
 INSTALLED_APPS = [
     "ledgerweb.apps.LedgerAdminConfig",  # django.contrib.admin, let in by role
     "django.contrib.auth",
@@ -106,6 +139,7 @@ INSTALLED_APPS = [
     "datasets",
     "otel",
     "issues",
+    "alerts",
     "importers",
     "demo",
 ]

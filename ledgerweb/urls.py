@@ -28,5 +28,6 @@ urlpatterns = [
     path("pipeline/", include("pipeline.urls")),
     path("search/", include("search.urls")),
     path("datasets/", include("datasets.urls")),
+    path("alerts/", include("alerts.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -1,9 +1,12 @@
 """The overview page's JSON twin: the same figures as the page, for scripts."""
 
+from issues.json_twins import attention as issues_json
 
-def overview(summary, staff: bool) -> dict:
+
+def overview(summary, staff: bool, attention=None) -> dict:
     """The overview page's numbers; the ledger's path for staff only, as on the page."""
     return {
+        "issues": issues_json(attention) if attention is not None else None,
         "ledger": {
             "name": summary.path.name,
             "path": str(summary.path) if staff else None,

@@ -36,10 +36,11 @@ def first_hour() -> int | None:
     return None if oldest is None else int(oldest) // HOUR * HOUR
 
 
-def plan(since_ms: int, until_ms: int) -> rollups.Plan:
+def plan(since_ms: int, until_ms: int, build: bool = True) -> rollups.Plan:
     """The window's plan, reading at most LIVE_ROWS rows of hours not summarised yet (the newest
-    first). Hours are built here (a second's worth) only when no background process runs."""
-    budget = 0 if background.running() else None
+    first). Hours are built here (a second's worth) only when no background process runs, and
+    `build` allows it (the overview's card reads only what is there)."""
+    budget = 0 if not build or background.running() else None
     return rollups.plan(since_ms, until_ms, budget_s=budget).bounded(LIVE_ROWS)
 
 

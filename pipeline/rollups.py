@@ -849,6 +849,28 @@ def facts(scope: Scope, the_plan: Plan, kind: str, bucket_ms: int | None = None)
     return rows
 
 
+def statuses_by_persona(the_plan: Plan) -> list[tuple]:
+    """(persona, status, n) rows over the plan, from the requests-by-status facts kept per source
+    and persona (the stored hours') and the same query over the live ranges. A persona may
+    appear in several rows: callers sum."""
+    rows: list[tuple] = []
+    if the_plan.reads_live:
+        ranges, range_params = _live_sql(the_plan)
+        for _, _, persona, _, sub, n, _, _ in _raw_facts("source", HOUR, ranges, range_params):
+            rows.append((persona, sub, n))
+    if the_plan.stored:
+        hours, hour_params = state_db.in_list(the_plan.stored)
+        with connections["default"].cursor() as cursor:
+            cursor.execute(
+                f"""SELECT persona, sub, {_SUM_N} FROM {RollupFact._meta.db_table}
+                    WHERE ledger = %s AND kind = 'source' AND combined = %s AND hour IN {hours}
+                    GROUP BY 1, 2""",
+                [the_plan.ledger, False, *hour_params],
+            )
+            rows.extend(cursor.fetchall())
+    return rows
+
+
 def top_keys(scope: Scope, the_plan: Plan, kind: str, limit: int) -> dict[object, Counter]:
     """The `limit` keys of a kind with the most requests (ties: by key), each with its counts
     by sub, exactly, without summing every key in Python (30 days: ~100,000 principals × status).
