@@ -251,6 +251,8 @@ def change_options(post, action: str, key: str, reading: Reading) -> dict:
         return {"hours": hours, "count": count}
     if action == "merge":
         into = post.get("into", "").strip()
+        if into == key:
+            raise Refused("an issue cannot be merged into itself")
         known = set(reading.figures) | set(reading.states)
         if into not in known:
             raise Refused(f"no issue {into!r} to merge into")

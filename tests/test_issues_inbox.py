@@ -1,0 +1,225 @@
+"""The failure inbox's figures against SQL (issue 30): failures built into a ledger over the last
+40 days (odd stages and messages, REAL times, '' next to NULL, every script), and every figure of
+every issue on /pipeline/issues/ (count in the window, the window before, in all, first and last
+seen, the hourly and daily trends, what it touched, its newest requests) equal to a query over
+the ledger's rows; read live before any hour is summarised, from the summaries after, and again
+after a late writer and new failures."""
+
+import math
+import random
+
+import pytest
+from builders import LEDGER_DB
+from django.urls import reverse
+
+from ledgerfacts.timestamps import now_ms
+from pipeline import rollups
+from pipeline.signatures import SQL_FUNCTION, signature
+
+pytestmark = LEDGER_DB
+H = rollups.HOUR
+DAY = 24 * H
+MESSAGES = [
+    "Tool crashed: run_terminal_command killed after 5012 ms",
+    "Tool crashed: run_terminal_command killed after 77 ms",  # the same issue, masked
+    "Discord API 429: retry after 3 s",
+    "Ошибка доступа к 'файлу' № 12",
+    "接続がタイムアウトしました (30 秒)",
+    "שגיאה בשליחה 🚫",
+    None,
+    "",
+    "first line 1\nsecond line 2",
+    "x" * 200_000 + " after 5 ms",
+]
+STAGES = ["runAgent", "deliverResponse", None, "", "resolveAccess"]
+PERSONAS = ["atlas", "scout", None, "", "Ἀθηνᾶ"]
+SOURCES = ["imessage", "discord", "gmail", ""]
+
+
+@pytest.fixture(autouse=True)
+def fresh_plans(monkeypatch):
+    monkeypatch.setattr(rollups, "_plans", rollups.sqlite.WhileUnchanged(keep=64))
+    monkeypatch.setattr(rollups, "VERIFY_EVERY_S", 0)
+
+
+def failures_over_time(ledger, now: int, count: int = 260, seed: int = 3) -> None:
+    """Failures spread over the last 40 days (denser lately), and requests that did not fail."""
+    rng = random.Random(seed)
+    for i in range(count):
+        ago = int(rng.choice([rng.random() * 2 * H, rng.random() * DAY, rng.random() * 40 * DAY]))
+        started = now - ago - i  # distinct times: the newest requests have one order
+        ledger.request(
+            id=f"F{i:04d}",
+            started_at=started + 0.5 if i % 37 == 0 else started,  # a REAL time, now and then
+            status="failed",
+            stage="runAgent",
+            error_stage=rng.choice(STAGES),
+            error_message=rng.choice(MESSAGES),
+            error_stack=f"Traceback {i}",
+            event_source=rng.choice(SOURCES),
+            session_persona=rng.choice(PERSONAS),
+            principal_id=rng.choice(["mom", "boss", "", None, f"p{i % 11}"]),
+            session_key=rng.choice([None, f"imessage:+1555{i % 7}", ""]),
+            agent_model=rng.choice(["sonnet", "haiku", None]),
+            turn_id=f"T{i}" if i % 3 else None,
+        )
+        if i % 2:
+            ledger.request(id=f"C{i:04d}", started_at=started + 1, status="completed")
+
+
+def with_signatures(ledger):
+    """The builder's connection with the masking function (a PostgreSQL ledger has its own)."""
+    if hasattr(ledger.conn, "create_function"):
+        ledger.conn.create_function(SQL_FUNCTION, 1, signature, deterministic=True)
+    return ledger.conn
+
+
+GROUP = f"status = 'failed' AND error_stage IS NOT DISTINCT FROM ? AND {SQL_FUNCTION}(error_message) = ?"
+
+
+def expected(ledger, since: int, until: int, now: int) -> dict:
+    """Every issue's figures, each from a query over the ledger's rows."""
+    conn = with_signatures(ledger)
+    span = until - since
+    start = now - 60 * DAY  # before every row; text times sort after every number: left out
+    groups = conn.execute(
+        f"SELECT DISTINCT error_stage, {SQL_FUNCTION}(error_message) FROM nexus_requests"
+        " WHERE status = 'failed' AND started_at >= ? AND started_at < ?",
+        (since, until),
+    ).fetchall()
+    out = {}
+    for stage, sig in groups:
+
+        def one(sql: str, *params):
+            return conn.execute(f"{sql} AND {GROUP}", (*params, stage, sig)).fetchone()
+
+        n, last_in = one(
+            "SELECT count(*), max(CAST(started_at AS BIGINT)) FROM nexus_requests"
+            " WHERE started_at >= ? AND started_at < ?",
+            since, until,
+        )  # fmt: skip
+        total, first, last = one(
+            "SELECT count(*), min(CAST(started_at AS BIGINT)), max(CAST(started_at AS BIGINT))"
+            " FROM nexus_requests WHERE started_at >= ? AND started_at < ?",
+            start, now + H,
+        )  # fmt: skip
+        (previous,) = one(
+            "SELECT count(*) FROM nexus_requests WHERE started_at >= ? AND started_at < ?",
+            since - span, since,
+        )  # fmt: skip
+        touched = one(
+            "SELECT count(DISTINCT principal_id), count(DISTINCT session_key),"
+            " count(DISTINCT event_source), count(DISTINCT session_persona),"
+            " count(DISTINCT agent_model) FROM nexus_requests"
+            " WHERE started_at >= ? AND started_at < ?",
+            since, until,
+        )  # fmt: skip
+        newest = [
+            row[0]
+            for row in conn.execute(
+                "SELECT id FROM nexus_requests WHERE started_at >= ? AND started_at < ?"
+                f" AND {GROUP} ORDER BY started_at DESC LIMIT 3",
+                (since, until, stage, sig),
+            )
+        ]
+        hourly = trend(conn, stage, sig, now // H * H - 23 * H, H, 24)
+        daily = trend(conn, stage, sig, now // DAY * DAY - 29 * DAY, DAY, 30)
+        out[(stage, sig)] = {
+            "count": n,
+            "previous_count": previous,
+            "total": total,
+            "first_seen": first,
+            "last_seen": last,
+            "last_seen_in_window": last_in,
+            "touched": dict(zip(["principals", "sessions", "channels", "personas", "models"],
+                                touched, strict=True)),  # fmt: skip
+            "newest_requests": newest,
+            "hourly": hourly,
+            "daily": daily,
+        }
+    return out
+
+
+def trend(conn, stage, sig, start: int, size: int, buckets: int) -> list[int]:
+    counts = dict(
+        conn.execute(
+            f"SELECT (CAST(started_at AS BIGINT) - ?) / {size}, count(*) FROM nexus_requests"
+            f" WHERE started_at >= ? AND started_at < ? AND {GROUP} GROUP BY 1",
+            (start, start, start + buckets * size, stage, sig),
+        ).fetchall()
+    )
+    return [counts.get(i, 0) for i in range(buckets)]
+
+
+def inbox(client, **query) -> tuple[dict, list[dict]]:
+    """The inbox's JSON twin (every status), page after page."""
+    first = page = client.get(
+        reverse("issues:inbox"), {"format": "json", "status": "all"} | query
+    ).json()
+    issues = list(page["issues"])
+    while page["next"]:
+        page = client.get(page["next"]).json()
+        issues += page["issues"]
+    return first, issues
+
+
+def shown(issue: dict) -> dict:
+    return {
+        "count": issue["count"],
+        "previous_count": issue["previous_count"],
+        "total": issue["total"],
+        "first_seen": issue["first_seen"],
+        "last_seen": issue["last_seen"],
+        "last_seen_in_window": issue["last_seen_in_window"],
+        "touched": issue["touched"],
+        "newest_requests": [r["id"] for r in issue["newest_requests"]],
+        "hourly": [b["count"] for b in issue["trend"]["hourly"]],
+        "daily": [b["count"] for b in issue["trend"]["daily"]],
+    }
+
+
+def check_every_figure(client, ledger, now: int, window: str) -> int:
+    page, issues = inbox(client, window=window)
+    assert page["not_counted"] == [], page["not_counted"]
+    want = expected(ledger, page["since"], page["until"], now_ms())
+    got = {(i["error_stage"], i["signature"]): shown(i) for i in issues}
+    assert got.keys() == want.keys()
+    for group, figures in want.items():
+        assert got[group] == figures, group
+    assert page["count"] == len(want)
+    return len(want)
+
+
+def build_every_hour(now: int) -> None:
+    rollups.plan(now - 60 * DAY, now, budget_s=math.inf)
+    rollups._plans = rollups.sqlite.WhileUnchanged(keep=64)
+
+
+# Rows written after a page was read: each request must read a snapshot of its own.
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_every_figure_of_the_inbox_equals_sql_live_and_from_the_summaries(
+    viewer_client, ledger, settings, monkeypatch
+):
+    now = now_ms()
+    failures_over_time(ledger, now)
+    # Live: the pages build no hour (a background process would), all read from the ledger.
+    monkeypatch.setattr("pipeline.failure_window.background.running", lambda: True)
+    from pipeline import failure_window
+
+    monkeypatch.setattr(failure_window, "LIVE_ROWS", 10**6)
+    for window in ("24h", "7d", "30d"):
+        assert check_every_figure(viewer_client, ledger, now, window) > 5
+    assert not rollups.RollupHour.objects.exists()
+
+    build_every_hour(now)
+    assert rollups.RollupHour.objects.exists()
+    for window in ("24h", "7d", "30d"):
+        check_every_figure(viewer_client, ledger, now, window)
+
+    # A late writer in a stored hour and new failures now: the figures follow.
+    ledger.request(id="LATE", started_at=now - 20 * DAY, status="failed", error_stage="runAgent",
+                   error_message=MESSAGES[0], principal_id="late")  # fmt: skip
+    ledger.request(id="NOW", started_at=now_ms() - 1000, status="failed", error_stage="runAgent",
+                   error_message=MESSAGES[2], principal_id="new one")  # fmt: skip
+    for window in ("24h", "30d"):
+        check_every_figure(viewer_client, ledger, now, window)
