@@ -88,6 +88,13 @@ class Figures:
         return [(day, self.daily.get(day, 0)) for day in days]
 
 
+def previous_window(since_ms: int, until_ms: int) -> tuple[int, int]:
+    """The window before [since, until) that escalation compares with: as many whole hours as
+    the window covers (its last one may be the current, partial hour), ending where it starts."""
+    hours = -(-(until_ms - since_ms) // HOUR)
+    return since_ms - hours * HOUR, since_ms
+
+
 def trend_spans(now_ms: int) -> tuple[tuple[int, int], tuple[int, int]]:
     """The hours of the hourly trend and of the daily one: [start, end) each."""
     current, today = now_ms // HOUR * HOUR, now_ms // DAY * DAY
@@ -113,8 +120,7 @@ def read(
             found.groups.append(group)
         return found
 
-    span = until_ms - since_ms
-    ranges = {"window": (since_ms, until_ms), "previous": (since_ms - span, since_ms)}
+    ranges = {"window": (since_ms, until_ms), "previous": previous_window(since_ms, until_ms)}
     for group, t in reader.totals(ranges).items():
         f = figures_of(group)
         f.total += t.n

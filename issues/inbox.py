@@ -191,7 +191,7 @@ def read_issues(filters: InboxFilters, build: bool = True) -> Reading:
     since, until = filters.since_ms, filters.until_ms
     # Every hour the ledger holds (first and last seen, in all, the trends), and the window
     # before this one (escalation) even where the ledger starts later.
-    since_all = min(first if first is not None else since, since - (until - since))
+    since_all = min(first if first is not None else since, figures.previous_window(since, until)[0])
     the_plan = failure_window.plan(since_all, max(until, now), build)
     reader = Reader(the_plan, filters.scope)
     found = figures.read(reader, since, until, now, issue_of)

@@ -3,7 +3,7 @@
 from django.urls import reverse
 
 from issues.detail import IssueDetail
-from issues.figures import Figures
+from issues.figures import Figures, previous_window
 from issues.inbox import PAGE_SIZE, Attention, Inbox, Row
 
 
@@ -44,6 +44,7 @@ def inbox(box: Inbox, newest: dict[str, list[dict]]) -> dict:
         "window": f.window,
         "since": f.since_ms,
         "until": f.until_ms,
+        "previous_since": previous_window(f.since_ms, f.until_ms)[0],
         "status": f.status,
         "sort": f.sort,
         "errors": f.errors,
@@ -65,6 +66,7 @@ def issue(d: IssueDetail) -> dict:
     return _figures(d.figures, d.now) | {
         "since": d.filters.since_ms,
         "until": d.filters.until_ms,
+        "previous_since": previous_window(d.filters.since_ms, d.filters.until_ms)[0],
         "errors": d.filters.errors,
         "not_counted": d.notes,
         "status": d.status.name,

@@ -63,9 +63,7 @@ def operator_client(client, operator):
     return client
 
 
-def test_resolved_issue_failing_again_is_regressed_and_rises_to_the_top(
-    operator_client, ledger
-):
+def test_resolved_issue_failing_again_is_regressed_and_rises_to_the_top(operator_client, ledger):
     now = now_ms()
     fail(ledger, now - 3 * H)
     fail(ledger, now - 2 * H, LIMIT, "deliverResponse")

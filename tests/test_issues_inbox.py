@@ -74,13 +74,14 @@ def with_signatures(ledger):
     return ledger.conn
 
 
-GROUP = f"status = 'failed' AND error_stage IS NOT DISTINCT FROM ? AND {SQL_FUNCTION}(error_message) = ?"
+GROUP = "status = 'failed' AND error_stage IS NOT DISTINCT FROM ?" + (
+    f" AND {SQL_FUNCTION}(error_message) = ?"
+)
 
 
-def expected(ledger, since: int, until: int, now: int) -> dict:
+def expected(ledger, since: int, until: int, previous_since: int, now: int) -> dict:
     """Every issue's figures, each from a query over the ledger's rows."""
     conn = with_signatures(ledger)
-    span = until - since
     start = now - 60 * DAY  # before every row; text times sort after every number: left out
     groups = conn.execute(
         f"SELECT DISTINCT error_stage, {SQL_FUNCTION}(error_message) FROM nexus_requests"
@@ -90,8 +91,8 @@ def expected(ledger, since: int, until: int, now: int) -> dict:
     out = {}
     for stage, sig in groups:
 
-        def one(sql: str, *params):
-            return conn.execute(f"{sql} AND {GROUP}", (*params, stage, sig)).fetchone()
+        def one(sql: str, *params, group=(stage, sig)):
+            return conn.execute(f"{sql} AND {GROUP}", (*params, *group)).fetchone()
 
         n, last_in = one(
             "SELECT count(*), max(CAST(started_at AS BIGINT)) FROM nexus_requests"
@@ -105,7 +106,7 @@ def expected(ledger, since: int, until: int, now: int) -> dict:
         )  # fmt: skip
         (previous,) = one(
             "SELECT count(*) FROM nexus_requests WHERE started_at >= ? AND started_at < ?",
-            since - span, since,
+            previous_since, since,
         )  # fmt: skip
         touched = one(
             "SELECT count(DISTINCT principal_id), count(DISTINCT session_key),"
@@ -131,8 +132,13 @@ def expected(ledger, since: int, until: int, now: int) -> dict:
             "first_seen": first,
             "last_seen": last,
             "last_seen_in_window": last_in,
-            "touched": dict(zip(["principals", "sessions", "channels", "personas", "models"],
-                                touched, strict=True)),  # fmt: skip
+            "touched": dict(
+                zip(
+                    ["principals", "sessions", "channels", "personas", "models"],
+                    touched,
+                    strict=True,
+                )
+            ),  # fmt: skip
             "newest_requests": newest,
             "hourly": hourly,
             "daily": daily,
@@ -181,7 +187,9 @@ def shown(issue: dict) -> dict:
 def check_every_figure(client, ledger, now: int, window: str) -> int:
     page, issues = inbox(client, window=window)
     assert page["not_counted"] == [], page["not_counted"]
-    want = expected(ledger, page["since"], page["until"], now_ms())
+    # The window before is as many whole hours as the window touches, ending where it starts.
+    assert page["since"] - page["previous_since"] == -(-(page["until"] - page["since"]) // H) * H
+    want = expected(ledger, page["since"], page["until"], page["previous_since"], now_ms())
     got = {(i["error_stage"], i["signature"]): shown(i) for i in issues}
     assert got.keys() == want.keys()
     for group, figures in want.items():
