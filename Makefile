@@ -106,6 +106,7 @@ DJANGO_STATE_TESTS := tests/test_state_db.py tests/test_rollups.py tests/test_su
 	tests/test_login_required.py tests/test_annotating.py tests/test_annotation_filters.py \
 	tests/test_annotation_search.py tests/test_datasets.py \
 	tests/test_security.py tests/test_health.py tests/test_long_value_links.py \
+	tests/test_issues_inbox.py tests/test_issue_lifecycle.py tests/test_alerts.py \
 	tests/test_two_hosts.py::test_two_hosts_meeting_a_new_ledger_at_once_name_it_once \
 	tests/test_two_hosts.py::test_two_hosts_charting_the_same_hours_at_once_build_each_hour_once
 
@@ -118,7 +119,8 @@ POSTGRES_LEDGER_TESTS = $(patsubst %,tests/test_%.py,session_list session_page t
 	request_page pipeline_pages pipeline_charts pipeline_stages cost_chart rollups costs \
 	turn_usage windows hostile_ledger admin health overview databases postgres_ledger \
 	import_command retention search search_index otel_export otel_receiver long_value_links \
-	stage_durations annotating annotation_filters annotation_search datasets)
+	stage_durations annotating annotation_filters annotation_search datasets issues_inbox \
+	issue_lifecycle alerts)
 # And in the browser: the walker over the demo ledger shipped into PostgreSQL by ledger_ship
 # (every page and control), and the journeys: session tree and fork, request page and live
 # mode, charts and their click-through, archiving, signing in, search (about 4 min).

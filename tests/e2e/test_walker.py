@@ -51,10 +51,12 @@ CONTRACT = {"overview", "sessions:list", "sessions:detail", "sessions:turn", "se
             "sessions:export", "sessions:compare", "sessions:call", "pipeline:dashboard",
             "pipeline:chart", "pipeline:requests", "pipeline:request", "pipeline:similar",
             "admin:index", "login", "health", "healthz", "search:search",
-            "bookmarks:list"}  # fmt: skip
+            "bookmarks:list", "issues:inbox", "issues:issue", "issues:of_request",
+            "alerts:log"}  # fmt: skip
 TWINNED = {"overview", "sessions:list", "sessions:detail", "sessions:turn", "sessions:thread",
            "pipeline:dashboard", "pipeline:requests", "pipeline:request",
-           "search:search", "bookmarks:list"}  # fmt: skip
+           "search:search", "bookmarks:list", "issues:inbox", "issues:issue",
+           "alerts:log"}  # fmt: skip
 
 
 @pytest.fixture(scope="session")
@@ -147,6 +149,9 @@ def pipeline_pages(conn) -> list[str]:
         "/pipeline/requests/",
         "/pipeline/requests/?" + urlencode({"status": "failed", "window": "7d", "source": source}),
         *(f"/pipeline/requests/{quote(request_id)}/" for _, request_id in failed),
+        "/pipeline/issues/",
+        "/pipeline/issues/?" + urlencode({"window": "30d", "status": "all", "sort": "count"}),
+        "/alerts/",
     ]
 
 
