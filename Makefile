@@ -147,13 +147,16 @@ soak: setup
 # and the first look at that ledger on a fresh install, the summariser running (bench/first_look.py).
 # Then that ledger shipped into a throwaway PostgreSQL and the same pages timed on both
 # (bench/postgres_ledger_bench.py, ~16-20 minutes on 2 cores). Last, the OpenTelemetry export
-# of the scale ledger to a loopback receiver, rows per second and memory (~3 minutes).
+# of the scale ledger to a loopback receiver, rows per second and memory (~3 minutes). And the
+# failure inbox and the alert rules' CPU on the scale ledger (bench/issues_bench.py; its hourly
+# summaries built once into a database of its own, ~15 minutes the first time).
 bench: $(VENV)/.installed-bench postgres
 	$(PY) -m bench.scale_bench --write-doc $(BENCH_ARGS)
 	$(PY) -m bench.rollup_checks --write-doc
 	$(PY) -m bench.first_look --write-doc
 	$(PY) -m bench.search_bench --write-doc
 	$(PY) -m bench.search_huge_value --write-doc
+	$(PY) -m bench.issues_bench --write-doc
 	$(PY) -m bench.postgres_ledger_bench --write-doc
 	$(PY) -m bench.otel_export_bench --write-doc
 

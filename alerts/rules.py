@@ -25,6 +25,15 @@ from pipeline.filters import value_query
 MINUTE = 60_000
 LISTED = 10  # findings an alert lists; the rest are counted
 MAX_SUBJECT = 500
+# What several findings of one rule are, in the line that lists them.
+MANY = {
+    AlertRule.NEW_ISSUE: "new issues",
+    AlertRule.REGRESSION: "regressed issues",
+    AlertRule.FAILURE_RATE: "failure rates above the threshold",
+    AlertRule.STUCK: "findings",
+    AlertRule.DAILY_COST: "findings",
+    "test": "tests",
+}
 
 
 @dataclass
@@ -173,7 +182,7 @@ def fire(rule: AlertRule, findings: list[Finding], now: int) -> Alert:
         lines = [f"- {f.text}" for f in findings[:LISTED]]
         if len(findings) > LISTED:
             lines.append(f"- and {len(findings) - LISTED:,} more")
-        text = f"{rule.name}: {len(findings):,} alerts\n" + "\n".join(lines)
+        text = f"{rule.name}: {len(findings):,} {MANY[rule.kind]}\n" + "\n".join(lines)
         url = _overview_link(rule)
     ledger = ledger_identity()
     with transaction.atomic(using="default"):

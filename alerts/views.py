@@ -42,7 +42,9 @@ def alert_log(request: HttpRequest) -> HttpResponse:
     page = list(alerts.order_by("-id")[: PAGE_SIZE + 1])
     more = len(page) > PAGE_SIZE
     page = page[:PAGE_SIZE]
+    kinds = dict(AlertRule.KINDS)
     for alert in page:
+        alert.kind_label = kinds.get(alert.kind, alert.kind)
         for delivery in alert.deliveries.all():
             delivery.shown = shown_target(delivery)
     rules = list(AlertRule.objects.all())

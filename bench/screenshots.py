@@ -6,6 +6,7 @@
     .venv/bin/python -m bench.screenshots --url http://127.0.0.1:8600 --user admin \\
         --password "$PASSWORD" [overview thread ...]  # names: only these
 
+The failure inbox's shots read the hours the summaries hold: run `ledger_rollup` first.
 Desktop shots are 1280 px wide, phone shots (`*-phone.png`) 390 px at twice the pixel density;
 each is cropped to its first screens so it stays under 400 KB. The pages shown are chosen by SQL
 on the ledger (read-only), so a rebuilt demo ledger gives the same kind of page.
@@ -42,6 +43,15 @@ REQUEST_SQL = """SELECT id FROM nexus_requests WHERE status = 'failed' AND turn_
   ORDER BY started_at DESC LIMIT 1"""
 
 
+# The issue with the most failures over the last 7 days, found through the inbox's JSON twin.
+BUSIEST_ISSUE = "busiest issue"
+
+
+def busiest_issue(page, url: str) -> str:
+    found = page.request.get(f"{url}/pipeline/issues/?window=7d&sort=count&format=json").json()
+    return found["issues"][0]["url"] + "?window=7d"
+
+
 def pages(ledger: Path) -> tuple[list, list]:
     """(desktop, phone) shots as (name, path, height in CSS pixels)."""
     db = sqlite3.connect(f"file:{ledger}?mode=ro", uri=True)
@@ -63,12 +73,16 @@ def pages(ledger: Path) -> tuple[list, list]:
         ("request-list", failed_requests, 900),
         ("failed-request", request, 1100),
         ("pipeline-dashboard", "/pipeline/", 1500),
+        ("issues", "/pipeline/issues/?window=7d", 1100),
+        ("issue", BUSIEST_ISSUE, 1300),
     ]
     phone = [
         ("session-tree-phone", failed_turn, 1400),
         ("failed-request-phone", request, 1400),
         ("request-list-phone", failed_requests, 1100),
         ("pipeline-dashboard-phone", "/pipeline/", 1400),
+        ("issues-phone", "/pipeline/issues/?window=7d", 1400),
+        ("issue-phone", BUSIEST_ISSUE, 1600),
     ]
     return desktop, phone
 
@@ -92,6 +106,8 @@ def take(browser, args, context_options: dict, shots: list) -> None:
     page.click("button[type=submit]")
     page.wait_for_load_state()
     for name, path, height in shots:
+        if path == BUSIEST_ISSUE:
+            path = busiest_issue(page, args.url)
         if not args.names or name in args.names:
             shoot(page, args.url + path, name, height)
     context.close()

@@ -162,7 +162,7 @@ def issue_detail(key: str, reading: Reading, filters: InboxFilters) -> IssueDeta
         key=lambda o: (-o.count, o.id),
     )[:MERGE_CHOICES]
     if f.count:
-        d.breakdowns = [_breakdown(f, filters, *names) for names in BREAKDOWNS]
+        d.breakdowns = _breakdowns(f, filters)
     _newest(d)
     return d
 
@@ -171,37 +171,29 @@ def _merged_into(key: str, states: dict[str, Issue]) -> list[str]:
     return [other for other, s in states.items() if s.merged_into == key]
 
 
-def _breakdown(f: Figures, filters: InboxFilters, name: str, column: str, param: str) -> Breakdown:
-    """The issue's failures in the window by one column's value, read from the ledger through
-    the request list's own filters, so each value's count is the length of the list it links."""
-    counts: dict[object, int] = {}
+def _breakdowns(f: Figures, filters: InboxFilters) -> list[Breakdown]:
+    """The issue's failures in the window by channel, persona, model and principal, read from
+    the ledger through the request list's own filters, so each value's count is the length of
+    the list it links (a merged issue's values add up its groups: no one list holds them)."""
+    counts: dict[str, dict[object, int]] = {name: {} for name, _, _ in BREAKDOWNS}
     try:
         for group in f.groups:
-            query = _list_query(filters, group)
-            rows = RequestFilters.from_query(query).queryset().values(column).annotate(n=Count("*"))
-            for row in rows.order_by():
-                counts[row[column]] = counts.get(row[column], 0) + row["n"]
+            failures = RequestFilters.from_query(filters.requests_query(group)).queryset()
+            for name, column, _ in BREAKDOWNS:
+                for row in failures.values(column).annotate(n=Count("*")).order_by():
+                    counts[name][row[column]] = counts[name].get(row[column], 0) + row["n"]
     except LedgerQueryTimeout as error:
-        return Breakdown(name, [], problem=str(error))
-    top = sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))[:TOP_VALUES]
-    values = [(value, n, _list_url(filters, f, **value_query(param, value))) for value, n in top]
-    return Breakdown(name, values, more=len(counts) - len(top))
-
-
-def _list_query(filters: InboxFilters, group: tuple) -> dict[str, str]:
-    stage, sig = group
-    query = {"status": "failed", **value_query("error_stage", stage), "signature": sig}
-    query |= {"since": str(filters.since_ms), "until": str(filters.until_ms)}
-    for name in ("source", "persona"):
-        if getattr(filters, name):
-            query[name] = getattr(filters, name)
-    return query
-
-
-def _list_url(filters: InboxFilters, f: Figures, **extra) -> str:
-    """The request list of the issue's first group with `extra` (a merged issue's other groups
-    have their own links under "Requests")."""
-    return filters.requests_url(f.groups[0], **extra)
+        return [Breakdown(name, [], problem=str(error)) for name, _, _ in BREAKDOWNS]
+    found = []
+    for name, _, param in BREAKDOWNS:
+        top = sorted(counts[name].items(), key=lambda kv: (-kv[1], str(kv[0])))[:TOP_VALUES]
+        values = [
+            (value, n, filters.requests_url(f.groups[0], **value_query(param, value))
+             if len(f.groups) == 1 else "")
+            for value, n in top
+        ]  # fmt: skip
+        found.append(Breakdown(name, values, more=len(counts[name]) - len(top)))
+    return found
 
 
 def _newest(d: IssueDetail) -> None:

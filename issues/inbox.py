@@ -120,15 +120,19 @@ class InboxFilters:
     def url(self, **changes) -> str:
         return reverse("issues:inbox") + "?" + urlencode(self.query(**changes))
 
-    def requests_url(self, group: tuple[str | None, str], **extra) -> str:
-        """The request list selecting exactly the failures this inbox counted for a group."""
+    def requests_query(self, group: tuple[str | None, str], **extra) -> dict[str, str]:
+        """The request list's filters selecting exactly the failures this inbox counted for a
+        group (and `extra`: a value of a breakdown)."""
         stage, signature = group
         query = {"status": "failed", **value_query("error_stage", stage), "signature": signature}
-        query |= {"since": self.since_ms, "until": self.until_ms}
+        query |= {"since": str(self.since_ms), "until": str(self.until_ms)}
         for name in ("source", "persona"):
             if getattr(self, name):
                 query[name] = getattr(self, name)
-        return reverse("pipeline:requests") + "?" + urlencode(query | extra)
+        return query | extra
+
+    def requests_url(self, group: tuple[str | None, str], **extra) -> str:
+        return reverse("pipeline:requests") + "?" + urlencode(self.requests_query(group, **extra))
 
 
 @dataclass

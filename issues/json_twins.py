@@ -86,7 +86,7 @@ def issue(d: IssueDetail) -> dict:
         ],
         "breakdowns": {
             b.name: {
-                "values": [{"value": v, "count": n, "url": url} for v, n, url in b.values],
+                "values": [{"value": v, "count": n, "url": url or None} for v, n, url in b.values],
                 "more": b.more,
                 "problem": b.problem or None,
             }

@@ -73,7 +73,7 @@ def test_several_new_issues_at_once_make_one_alert_that_lists_them(ledger):
         fail(ledger, now_ms() - MIN - i, f"Problem number {'x' * i}")
     (alert,) = rules.evaluate()
     lines = alert.text.splitlines()
-    assert lines[0] == "new_issue rule: 13 alerts" and lines[-1] == "- and 3 more"
+    assert lines[0] == "new_issue rule: 13 new issues" and lines[-1] == "- and 3 more"
     assert len(lines) == 12 and len(alert.subjects) == 13
     assert alert.url == "https://ledger.example.org/pipeline/issues/?status=new"
 

@@ -104,6 +104,7 @@ def test_the_roles_hold_the_permissions_of_the_security_model():
         "conversations.archive_session",
         "conversations.fork_session",
         "annotations.remove_any_annotation",
+        "issues.triage_issue",
     }
     assert admin - operator == {
         "conversations.mark_session_deleted",
@@ -111,4 +112,11 @@ def test_the_roles_hold_the_permissions_of_the_security_model():
         "admin.view_logentry",
         "ledgerweb.view_person",  # the admin's "People and roles"
         "ledgerweb.assign_role",
+        "issues.view_issue",
+        "issues.view_issuechange",
+        "alerts.view_alertrule",
+        "alerts.add_alertrule",
+        "alerts.change_alertrule",
+        "alerts.delete_alertrule",
+        "alerts.view_alert",
     }

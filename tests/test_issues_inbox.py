@@ -231,3 +231,27 @@ def test_every_figure_of_the_inbox_equals_sql_live_and_from_the_summaries(
                    error_message=MESSAGES[2], principal_id="new one")  # fmt: skip
     for window in ("24h", "30d"):
         check_every_figure(viewer_client, ledger, now, window)
+
+
+def test_an_issues_breakdowns_equal_sql_and_each_count_is_the_list_it_links(viewer_client, ledger):
+    now = now_ms()
+    failures_over_time(ledger, now, count=120, seed=5)
+    _, issues = inbox(viewer_client, window="30d")
+    busiest = max(issues, key=lambda i: i["count"])
+    page = viewer_client.get(busiest["url"], {"window": "30d", "format": "json"}).json()
+    conn = with_signatures(ledger)
+    stage, sig = busiest["error_stage"], busiest["signature"]
+    for name, column in [("channel", "event_source"), ("persona", "session_persona"),
+                         ("model", "agent_model"), ("principal", "principal_id")]:  # fmt: skip
+        want = dict(
+            conn.execute(
+                f"SELECT {column}, count(*) FROM nexus_requests WHERE started_at >= ?"
+                f" AND started_at < ? AND {GROUP} GROUP BY 1",
+                (page["since"], page["until"], stage, sig),
+            ).fetchall()
+        )
+        got = page["breakdowns"][name]
+        assert {v["value"]: v["count"] for v in got["values"]} == want, name
+        for value in got["values"]:
+            listed = viewer_client.get(value["url"] + "&format=json").json()
+            assert listed["count"] == value["count"], (name, value)

@@ -10,10 +10,15 @@ import pytest
 from builders import T0
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from issues.figures import issue_id
+from ledgerfacts.timestamps import now_ms
 from pipeline.charts import CHARTS
+from pipeline.signatures import signature
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
+# The issue of R1 (below): its failed stage and its message's signature.
+R1_ISSUE = issue_id("runAgent", signature("Tool crashed"))
 # Every named URL pattern outside the admin (Django's own), with the status a signed-in operator
 # gets: GET of a POST-only view is refused, the login page sends a signed-in user on.
 URLS = {
@@ -49,6 +54,11 @@ URLS = {
         "/datasets/runs/999/",
         404,
     ),  # no export on this ledger (tests/test_datasets.py)
+    "issues:inbox": ("/pipeline/issues/?window=30d&status=all", 200),
+    "issues:issue": (f"/pipeline/issues/{R1_ISSUE}/?window=30d", 200),
+    "issues:change": (f"/pipeline/issues/{R1_ISSUE}/change/", 405),
+    "issues:of_request": ("/pipeline/issues/of-request/R1/", 200),
+    "alerts:log": ("/alerts/", 200),
 }
 CHART_URLS = [
     (f"/pipeline/charts/{slug}/?since={T0 - 3_600_000}&until={T0 + 3_600_000}", 200)
@@ -79,7 +89,8 @@ def small_ledger(ledger):
     b = ledger.turn(s, root, id="T3", started_at=T0 + 2, status="failed")
     ledger.set_head(s, root, b)
     ledger.request(id="R1", status="failed", stage="runAgent", error_stage="runAgent",
-                   error_message="Tool crashed", turn_id="T2")  # fmt: skip
+                   error_message="Tool crashed", turn_id="T2",
+                   started_at=now_ms() - 3_600_000)  # in the inbox's last 30 days  # fmt: skip
     ledger.request(id="R2")
     return ledger
 
