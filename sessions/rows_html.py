@@ -163,7 +163,7 @@ def _calls(count: int, failed: int) -> str:
     css = "num calls bad" if failed else "num calls"
     plural = "" if count == 1 else "s"
     return (
-        f'<span class="{css}" title="{count} tool calls{failed_text}">{count} tool{plural}</span>'
+        f'<span class="{css}" title="{count} tool call{plural}{failed_text}">{count} tool{plural}</span>'
     )
 
 

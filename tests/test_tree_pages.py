@@ -313,3 +313,19 @@ def test_a_huge_model_name_does_not_repeat_whole_on_every_row(viewer_client, led
     assert len(row_ids(html)) == 20
     assert len(html) < 500_000  # 20 rows, not 20 copies of 100 KB
     assert 'title="' + "m" * 200 + '…"' in html
+
+
+def test_the_tree_card_counts_turns_and_a_rows_tooltip_counts_its_calls(viewer_client, ledger):
+    """The card said "24 rows" over a tree showing 6 lines (a folded stretch is one line); a
+    turn's tooltip said "1 tool calls"."""
+    s = ledger.session(id="S1")
+    parent = root = ledger.turn(s, id="T00", started_at=T0)
+    for i in range(1, 24):
+        parent = ledger.turn(s, parent, id=f"T{i:02d}", started_at=T0 + i)
+    ledger.tool_call(parent, 1)
+    ledger.set_head(s, root, parent)
+    page = viewer_client.get("/sessions/S1/").content.decode()
+    head = parse_html(page).find(".//section[@id='tree']//div[@class='card-head']")
+    assert "24 turns ·" in " ".join("".join(head.itertext()).split())
+    assert page.count('class="tree-row fold"') == 1  # fewer lines than turns
+    assert 'title="1 tool call"' in page and "1 tool calls" not in page
