@@ -561,7 +561,7 @@ def throughput(f: DashboardFilters) -> ChartResult:
     traces.append(
         {"type": "scatter", "mode": "lines+markers", "name": "failure rate", "x": x, "y": rates,
          "yaxis": "y2", "line": {"color": STATUS_COLOURS["failed"], "dash": "dot"},
-         "hoverinfo": "skip"}
+         "hoverinfo": "skip", "cliponaxis": False}  # a marker at 0 % or 100 % drawn whole
     )  # fmt: skip
     figure = {
         "data": traces,

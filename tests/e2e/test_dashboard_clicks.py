@@ -134,3 +134,21 @@ def test_on_a_phone_the_dashboards_tables_and_plots_have_room(
             box = title.bounding_box()
             assert svg["y"] <= box["y"] and box["y"] + box["height"] <= svg["y"] + svg["height"]
             assert svg["x"] <= box["x"] and box["x"] + box["width"] <= svg["x"] + svg["width"]
+
+
+def test_a_failure_rate_of_100_percent_is_drawn_whole_at_the_top_of_the_plot(
+    page, live_server, viewer, ledger, sign_in
+):
+    for i in range(3):  # one minute of failures only, then one of successes
+        ledger.request(id=f"F{i}", started_at=T0 + i, status="failed", error_stage="runAgent")
+        ledger.request(id=f"OK{i}", started_at=T0 + MINUTE + i)
+    sign_in("vera", next_url=f"/pipeline/?{WINDOW}")
+    markers = page.locator("#chart-throughput .scatterlayer .point")
+    expect(markers).to_have_count(2)
+    settle(page)
+    top = markers.first.bounding_box()
+    plot = page.locator("#chart-throughput .nsewdrag").first.bounding_box()
+    assert abs(top["y"] + top["height"] / 2 - plot["y"]) < 2  # 100 % is the plot's top edge
+    # Drawn whole: no clip path cuts the marker at the plot's edge.
+    clipped = markers.first.evaluate("m => !!m.closest('[clip-path]')")
+    assert not clipped
