@@ -111,13 +111,19 @@ def _request_page(request: HttpRequest, detail) -> HttpResponse:
         "d": detail,
         "r": detail.request,
         "similar_query": similar_query(detail),
-        "related_groups": [
-            ("Same event", detail.same_event),
-            ("Same principal", detail.same_principal),
-            ("Same session key", detail.same_session),
-        ],
+        "related_groups": _related_groups(detail),
     }
     return render(request, "pipeline/request.html", ctx)
+
+
+def _related_groups(detail) -> list[tuple[str, list]]:
+    """The request's neighbours by event, principal and session key: a principal that always
+    writes through one session key gave two identical lists, shown once."""
+    groups = [("Same event", detail.same_event)]
+    principal, session = detail.same_principal, detail.same_session
+    if principal and [x.id for x in principal] == [x.id for x in session]:
+        return groups + [("Same principal and session key", principal)]
+    return groups + [("Same principal", principal), ("Same session key", session)]
 
 
 # plotly.js injects a stylesheet and sets style attributes, and cannot take a nonce: the pages

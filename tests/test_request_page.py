@@ -3,6 +3,7 @@ failed here, not reached, running, skipped), the failing hook is named, and a re
 processing says it is running and since when."""
 
 import json
+import re
 
 import pytest
 from builders import LEDGER_DB, T0, parse_html
@@ -235,3 +236,24 @@ def test_a_download_of_a_field_that_is_not_long_or_of_a_missing_request_is_refus
         reverse("pipeline:request", args=["R404"]) + "?download=error_stack"
     )
     assert missing.status_code == 404
+
+
+@pytest.mark.parametrize("other_principal", [False, True])
+def test_same_principal_and_same_session_key_are_one_list_when_they_hold_the_same_requests(
+    viewer_client, ledger, other_principal
+):
+    """A principal that always writes through one session key made two identical lists."""
+    for i in range(12):
+        ledger.request(id=f"R{i:02d}", started_at=T0 + i, principal_id="mom", event_id=f"E{i}",
+                       session_key="imessage:+1555:default")  # fmt: skip
+    if other_principal:  # the key's lists differ from the principal's: both are shown
+        ledger.request(id="DAD", started_at=T0 + 20, principal_id="dad",
+                       session_key="imessage:+1555:default")  # fmt: skip
+    page = viewer_client.get("/pipeline/requests/R00/").content.decode()
+    parse_html(page)
+    headings = re.findall(r"<h3>(Same [^<]*)</h3>", page)
+    if other_principal:
+        assert headings == ["Same event", "Same principal", "Same session key"]
+    else:
+        assert headings == ["Same event", "Same principal and session key"]
+        assert page.count('href="/pipeline/requests/R11/"') == 1
