@@ -42,6 +42,10 @@ def session_list(filters: SessionFilters, page: SessionPage) -> dict:
                 "hint": r.hint,
                 "cost": r.cost.as_json() if r.cost else None,
                 "annotations": r.marks.as_json() if r.marks else None,
+                # The channel the channel filter keeps it under (a fork's: its origin's).
+                "channel": r.channel or None,
+                "inherited_turns": r.inherited,
+                "inherited_cost": r.inherited_cost.as_json() if r.inherited_cost else None,
             }
             for r in page.rows
         ],

@@ -21,8 +21,9 @@ from ledgerweb.params import Cursor, choice, exact, iso_date, read, read_as_is, 
 from ledgerweb.sqlite import CappedCount
 from ledgerweb.text import first_line
 from sessions.kinds import FORK, KINDS, MAIN, SUBAGENT, RoutingKey
+from sessions.membership import inherited_turns_sql
 from sessions.models import Session
-from sessions.usage import session_costs
+from sessions.usage import grouped_costs, session_costs
 
 PAGE_SIZE = 50
 COUNT_CAP = 10_000
@@ -216,10 +217,22 @@ class SessionRow:
     hint: str = ""
     cost: CostSum | None = None  # its own turns' (sessions.usage.session_costs)
     marks: annotation_store.Summary | None = None  # everyone's annotations, its turns' too
+    # A fork's: the origin's turns it continues (its page shows them), and what they cost.
+    inherited: int = 0
+    inherited_cost: CostSum | None = None
+    # The channel the channel filter keeps it under: a fork's or a subagent's is its origin's
+    # ("" when the chain of origins ends nowhere); None until looked up (_fill_channels).
+    origin_channel: str | None = None
 
     @property
     def routing(self) -> RoutingKey:
         return RoutingKey(self.session.routing_key)
+
+    @property
+    def channel(self) -> str:
+        if self.routing.kind == MAIN:
+            return self.routing.channel
+        return self.origin_channel or ""
 
     @property
     def title(self) -> str:
@@ -273,6 +286,47 @@ def _marked_note(f: SessionFilters) -> str:
     )
 
 
+def _fill_inherited(rows: list[SessionRow]) -> None:
+    """The turns each fork on the page continues, and what they cost: two grouped queries."""
+    forks = {r.session.id: r for r in rows if r.routing.kind == FORK}
+    if not forks:
+        return
+    pairs_sql, params = inherited_turns_sql(forks)
+    for sid, n in sqlite.rows(f"SELECT sid, count(*) FROM ({pairs_sql}) AS i GROUP BY sid", params):
+        forks[sid].inherited = n
+    for sid, cost in grouped_costs(forks, pairs_sql, params).items():
+        forks[sid].inherited_cost = cost
+    for row in forks.values():
+        if row.inherited and not row.turns:
+            row.leaves = 1  # a fresh fork's thread ends at its head, as its page draws it
+
+
+def _fill_channels(rows: list[SessionRow]) -> None:
+    """A fork's or a subagent's channel: its origin's, followed up to ORIGIN_LINKS links as the
+    channel filter follows them; "" when the chain ends nowhere. One query for the page."""
+    spawned = {r.session.id: r for r in rows if r.routing.kind != MAIN}
+    if not spawned:
+        return
+    joins, keys = [], []
+    for link in range(1, ORIGIN_LINKS + 1):
+        before = f"o{link - 1}.routing_key" if link > 1 else "s.routing_key"
+        joins.append(f"LEFT JOIN sessions o{link} ON o{link}.id = {sqlite.routing_parent(before)}")
+        keys.append(f"o{link}.routing_key")
+    marks, ids = sqlite.in_list(spawned)
+    for session_id, *origins in sqlite.rows(
+        f"SELECT s.id, {', '.join(keys)} FROM sessions s {' '.join(joins)} WHERE s.id IN {marks}",
+        ids,
+    ):
+        row, channel = spawned[session_id], ""
+        for key in origins:
+            if key is None:
+                break
+            if RoutingKey(key).kind == MAIN:
+                channel = RoutingKey(key).channel
+                break
+        row.origin_channel = channel
+
+
 def _page_by_cost(f: SessionFilters, count: CappedCount) -> SessionPage:
     """The most expensive first among the COST_SORT_SCOPE most recently active matches (equal
     costs by last activity); the cursor names the last row shown, found again in that order."""
@@ -297,9 +351,12 @@ def _page_by_cost(f: SessionFilters, count: CappedCount) -> SessionPage:
 
 
 def _fill_row_numbers(rows: list[SessionRow]) -> None:
-    """Turns, leaves and the head's question for a page of sessions, in two grouped queries."""
+    """Turns, leaves and the head's question for a page of sessions, in two grouped queries; a
+    fork's inherited turns and a spawned session's channel when the page has some."""
     if not rows:
         return
+    _fill_inherited(rows)
+    _fill_channels(rows)
     ids = [r.session.id for r in rows]
     marks = ", ".join(["%s"] * len(ids))
     by_id = {r.session.id: r for r in rows}

@@ -44,3 +44,29 @@ def _inherited(session_id: str, head_id: str | None, turn_id: str) -> bool:
         [session_id, session_id, head_id, head_id, session_id, INHERITED_LIMIT, turn_id],
     )
     return bool(rows)
+
+
+def inherited_turns_sql(session_ids) -> tuple[str, list]:
+    """SQL of (sid, id) rows: the turns each of these sessions inherits, found by the walk of
+    _inherited for all of them at once (the session list's forks), at most INHERITED_LIMIT rows
+    in all. UNION ends a walk at a cycle; a turn of the session itself is never inherited."""
+    ids_sql, ids = sqlite.in_list(session_ids)
+    sql = f"""WITH RECURSIVE starts(sid, id) AS (
+            SELECT t.session_id, t.parent_turn_id FROM turns t
+            WHERE t.session_id IN {ids_sql} AND t.parent_turn_id IS NOT NULL
+              AND NOT EXISTS (SELECT 1 FROM turns p
+                              WHERE p.id = t.parent_turn_id AND p.session_id = t.session_id)
+            UNION
+            SELECT s.id, s.current_turn_id FROM sessions s
+            WHERE s.id IN {ids_sql} AND s.current_turn_id IS NOT NULL
+              AND NOT EXISTS (SELECT 1 FROM turns h
+                              WHERE h.id = s.current_turn_id AND h.session_id = s.id)
+        ), up(sid, id) AS (
+            SELECT starts.sid, t.id FROM starts JOIN turns t ON t.id = starts.id
+            UNION
+            SELECT up.sid, t.parent_turn_id FROM turns t JOIN up ON t.id = up.id
+            WHERE t.parent_turn_id IS NOT NULL
+        )
+        SELECT up.sid, up.id FROM (SELECT sid, id FROM up LIMIT {INHERITED_LIMIT}) AS up
+        JOIN turns t ON t.id = up.id AND t.session_id <> up.sid"""
+    return sql, ids + ids

@@ -162,9 +162,8 @@ def _calls(count: int, failed: int) -> str:
     failed_text = f", {failed} failed" if failed else ""
     css = "num calls bad" if failed else "num calls"
     plural = "" if count == 1 else "s"
-    return (
-        f'<span class="{css}" title="{count} tool call{plural}{failed_text}">{count} tool{plural}</span>'
-    )
+    title = f"{count} tool call{plural}{failed_text}"
+    return f'<span class="{css}" title="{title}">{count} tool{plural}</span>'
 
 
 @lru_cache(maxsize=256)

@@ -80,20 +80,31 @@ def session_costs(session_ids) -> dict[str, CostSum]:
     if not ids:
         return {}
     ids_sql, params = sqlite.in_list(ids)
+    return _priced(ids, "t.session_id", "", f"t.session_id IN {ids_sql}", params)
+
+
+def grouped_costs(keys, pairs_sql: str, params: list) -> dict[str, CostSum]:
+    """What groups of turns cost, priced as session_costs prices a session's: `pairs_sql`
+    selects (sid, id) rows, a group's key and one of its turns (a fork's inherited turns)."""
+    join = f"JOIN ({pairs_sql}) AS g ON g.id = t.id"
+    return _priced(list(keys), "g.sid", join, "1 = 1", params)
+
+
+def _priced(keys: list, key_sql: str, join: str, where: str, params: list) -> dict[str, CostSum]:
     rows = sqlite.rows(
-        f"""SELECT t.session_id, t.model, {_hour_sql()}, {_EXACT},
+        f"""SELECT {key_sql}, t.model, {_hour_sql()}, {_EXACT},
                    {tier_band_sql(f"(({_INPUT}) / ({_CALLS}))")}, count(*), sum({_CALLS}),
                    sum({_INPUT}), sum({_CACHE_READ}), sum({_CACHE_WRITE}), sum({_OUTPUT})
-            FROM turns t LEFT JOIN {_usage_table()} u ON u.turn_id = t.id
-            WHERE t.session_id IN {ids_sql} AND {_HAS_TOKENS.format(exact=_EXACT)}
+            FROM turns t {join} LEFT JOIN {_usage_table()} u ON u.turn_id = t.id
+            WHERE {where} AND {_HAS_TOKENS.format(exact=_EXACT)}
             GROUP BY 1, 2, 3, 4, 5""",
         params,
     )
-    totals = {session_id: CostSum() for session_id in ids}
-    for session_id, model, hour, is_exact, _, turns, calls_n, inp, read, write, out in rows:
+    totals = {key: CostSum() for key in keys}
+    for key, model, hour, is_exact, _, turns, calls_n, inp, read, write, out in rows:
         usage = TokenUsage(inp, out, cache_read=read, cache_write=write, calls=calls_n)
         at_ms = hour * HOUR_MS if isinstance(hour, int) else None
-        totals[session_id].add(turn_cost(model, at_ms, usage, exact=bool(is_exact)), turns)
+        totals[key].add(turn_cost(model, at_ms, usage, exact=bool(is_exact)), turns)
     return totals
 
 

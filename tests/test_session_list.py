@@ -161,7 +161,7 @@ def test_rows_show_each_session_escaped_and_link_to_it(viewer_client, ledger):
     cells = ["".join(td.itertext()).strip() for td in row.findall("td")]
     hint = next(div for div in row.iter("div") if div.get("class") == "hint muted small")
     assert hint.text == f"“{evil} please”"  # the head's question, as text
-    assert cells[1:6] == [evil, "subagent", "odd <b>", "2", "1"]
+    assert cells[1:6] == [evil, "—", "odd <b>", "2", "1"]  # its parent S0 is not in the ledger
     assert row.find("td/span").get("class") == "kind kind-subagent"
     assert "<img src=x" not in page
     assert viewer_client.get(link.get("href")).status_code == 200
@@ -269,6 +269,53 @@ def test_the_channel_filter_is_one_bounded_query_on_a_page(
 ):
     for i in range(60):  # more forks than a page, each its own origin's
         family.session(id=f"S-fork-{i:02d}", routing_key=f"fork:S-chat:S-fork-{i:02d}")
-    # +2 for the costs: the ledger's tables (is turn_usage there?) and one grouped query
-    with django_assert_max_num_queries(10, connection=connections[LEDGER]):
+    # +2 for the costs: the ledger's tables (is turn_usage there?) and one grouped query; +3
+    # for the forks: the turns they inherit, what those cost, and their origins' channels
+    with django_assert_max_num_queries(13, connection=connections[LEDGER]):
         viewer_client.get("/sessions/?channel=imessage")
+
+
+def test_a_forks_and_a_subagents_channel_is_the_one_the_channel_filter_keeps_them_under(
+    viewer_client, family
+):
+    """The column said "fork" or "subagent", which the channel filter does not offer."""
+    page = viewer_client.get("/sessions/?status=all").content.decode()
+    channels = {}
+    for row in parse_html(page).iterfind(".//table[@class='sessions']/tbody/tr"):
+        link, channel = row.find("td[1]/a"), row.find("td[3]/code")
+        channels[link.get("href").split("/")[2]] = channel.text
+    assert channels == {
+        "S-chat": "imessage", "S-fork": "imessage", "S-sub-of-fork": "imessage",
+        "S-mail": "gmail", "S-fork-of-mail": "gmail",
+        "S-dangling": "—", "S-loop-a": "—", "S-loop-b": "—",  # no origin to name one
+    }  # fmt: skip
+    offered = {
+        o.get("value") for o in parse_html(page).iterfind(".//select[@id='f-channel']/option")
+    }
+    assert {c for c in channels.values() if c != "—"} <= offered
+    rows = viewer_client.get("/sessions/?format=json&status=all").json()["sessions"]
+    assert {r["id"]: r["channel"] for r in rows}["S-sub-of-fork"] == "imessage"
+
+
+def test_a_fresh_fork_counts_the_turns_it_inherits_and_what_they_cost(viewer_client, ledger):
+    """A fork made at the 20th turn holds no turn of its own yet: it said 0 turns, 0 branches
+    and no cost, though its page shows the 20 turns it continues."""
+    origin = ledger.session(id="S-origin", updated_at=T0)
+    parent = root = None
+    for i in range(20):
+        parent = ledger.turn(origin, parent, id=f"T{i:02d}", started_at=T0 + i)
+        root = root or parent
+    ledger.set_head(origin, root, parent)
+    fork = ledger.session(id="S-fork", routing_key="fork:S-origin:S-fork", updated_at=T0 + 1)
+    ledger.set_head(fork, root, parent)
+    rows = {r["id"]: r for r in viewer_client.get("/sessions/?format=json").json()["sessions"]}
+    assert (rows["S-fork"]["turns"], rows["S-fork"]["inherited_turns"]) == (0, 20)
+    assert rows["S-fork"]["branches"] == 1
+    assert rows["S-fork"]["inherited_cost"] == rows["S-origin"]["cost"]  # the same 20 turns
+    assert rows["S-origin"]["inherited_turns"] == 0
+    page = viewer_client.get("/sessions/").content.decode()
+    row = next(r for r in parse_html(page).iterfind(".//table[@class='sessions']/tbody/tr")
+               if r.find("td[1]/a").get("href") == "/sessions/S-fork/")  # fmt: skip
+    cells = [" ".join("".join(td.itertext()).split()) for td in row.findall("td")]
+    assert cells[4] == "0 + 20 inherited" and cells[5] == "1"
+    assert "inherited" in cells[6] and "$" in cells[6]
