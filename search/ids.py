@@ -19,6 +19,7 @@ class Jump:
     item_id: str
     url: str | None  # None: the row is there but its page cannot be reached (dangling session)
     detail: str = ""
+    named: object = None  # the value that matched: the text as given, or in another case
 
 
 def looks_like_id(text: str) -> bool:
@@ -43,44 +44,57 @@ def page_url(name: str, *args) -> str | None:
 
 
 def find(text: str) -> list[Jump]:
-    """Every ledger row this text is the id (or event id, or routing key) of."""
+    """Every ledger row this text is the id (or event id, or routing key) of; when none, those it
+    names in capitals or in small letters (a ULID reads the same in any case, and a pasted id
+    is often retyped). One lookup by index per kind, the three spellings at once."""
     if not looks_like_id(text):
         return []
+    jumps = _rows_named(list(dict.fromkeys((text, text.upper(), text.lower()))))
+    exact = [jump for jump in jumps if jump.named == text]
+    return exact or jumps
+
+
+def _rows_named(names: list[str]) -> list[Jump]:
     jumps = []
     tables = sqlite.table_names()
+    among = f"({', '.join(['%s'] * len(names))})"
     if "sessions" in tables:
-        for (sid,) in sqlite.rows("SELECT id FROM sessions WHERE id = %s", [text]):
-            jumps.append(Jump("session", sid, page_url("sessions:detail", sid)))
-        for sid, label in sqlite.rows(
-            "SELECT id, label FROM sessions WHERE routing_key = %s LIMIT %s", [text, PER_KIND]
+        for (sid,) in sqlite.rows(f"SELECT id FROM sessions WHERE id IN {among}", names):
+            jumps.append(Jump("session", sid, page_url("sessions:detail", sid), named=sid))
+        for sid, label, key in sqlite.rows(
+            f"SELECT id, label, routing_key FROM sessions WHERE routing_key IN {among} LIMIT %s",
+            [*names, PER_KIND],
         ):
-            jumps.append(Jump("routing key", sid, page_url("sessions:detail", sid), label or ""))
+            url = page_url("sessions:detail", sid)
+            jumps.append(Jump("routing key", sid, url, label or "", named=key))
     if "turns" in tables:
-        for tid, sid in sqlite.rows("SELECT id, session_id FROM turns WHERE id = %s", [text]):
-            jumps.append(Jump("turn", tid, turn_url(sid, tid)))
+        for tid, sid in sqlite.rows(f"SELECT id, session_id FROM turns WHERE id IN {among}", names):
+            jumps.append(Jump("turn", tid, turn_url(sid, tid), named=tid))
     if "messages" in tables:
         for mid, tid, sid in sqlite.rows(
             "SELECT m.id, m.turn_id, t.session_id FROM messages m "
-            "LEFT JOIN turns t ON t.id = m.turn_id WHERE m.id = %s",
-            [text],
+            f"LEFT JOIN turns t ON t.id = m.turn_id WHERE m.id IN {among}",
+            names,
         ):
-            jumps.append(Jump("message", mid, turn_url(sid, tid, f"message-{mid}")))
+            jumps.append(Jump("message", mid, turn_url(sid, tid, f"message-{mid}"), named=mid))
     if "tool_calls" in tables:
         for cid, tid, sid, name in sqlite.rows(
             "SELECT c.id, c.turn_id, t.session_id, c.tool_name FROM tool_calls c "
-            "LEFT JOIN turns t ON t.id = c.turn_id WHERE c.id = %s",
-            [text],
+            f"LEFT JOIN turns t ON t.id = c.turn_id WHERE c.id IN {among}",
+            names,
         ):
-            jumps.append(Jump("tool call", cid, turn_url(sid, tid, f"call-{cid}"), str(name)))
+            url = turn_url(sid, tid, f"call-{cid}")
+            jumps.append(Jump("tool call", cid, url, str(name), named=cid))
     if "nexus_requests" in tables:
-        for (rid,) in sqlite.rows("SELECT id FROM nexus_requests WHERE id = %s", [text]):
-            jumps.append(Jump("request", rid, page_url("pipeline:request", rid)))
-        for rid, status in sqlite.rows(
-            "SELECT id, status FROM nexus_requests WHERE event_id = %s "
+        for (rid,) in sqlite.rows(f"SELECT id FROM nexus_requests WHERE id IN {among}", names):
+            jumps.append(Jump("request", rid, page_url("pipeline:request", rid), named=rid))
+        for rid, status, event in sqlite.rows(
+            f"SELECT id, status, event_id FROM nexus_requests WHERE event_id IN {among} "
             "ORDER BY started_at DESC LIMIT %s",
-            [text, PER_KIND],
+            [*names, PER_KIND],
         ):
-            jumps.append(Jump("event id", rid, page_url("pipeline:request", rid), str(status)))
+            url = page_url("pipeline:request", rid)
+            jumps.append(Jump("event id", rid, url, str(status), named=event))
     return jumps
 
 

@@ -257,6 +257,18 @@ def test_an_id_shared_by_several_rows_lists_them(viewer_client, ledger):
     assert page.status_code == 200 and b'href="/pipeline/requests/R2/"' in page.content
 
 
+@pytest.mark.parametrize("pasted", ["01m8d38k5hy0yk89zr480nqmbp", "01M8D38K5HY0YK89ZR480NQMBP"])
+def test_an_id_pasted_in_another_case_finds_its_row(viewer_client, ledger, pasted):
+    """ULIDs are written in capitals and read the same in any case; a uuid in small letters."""
+    ledger.request(id="01M8D38K5HY0YK89ZR480NQMBP")
+    ledger.session(id="fed8ce56-bc79-401f-a83e-af084253362f")
+    assert viewer_client.get(URL, {"q": pasted})["Location"] == (
+        "/pipeline/requests/01M8D38K5HY0YK89ZR480NQMBP/"
+    )
+    response = viewer_client.get(URL, {"q": "FED8CE56-BC79-401F-A83E-AF084253362F"})
+    assert response["Location"] == "/sessions/fed8ce56-bc79-401f-a83e-af084253362f/"
+
+
 def test_an_id_of_a_turn_and_of_its_message_opens_the_turn_at_that_message(viewer_client, ledger):
     """Imported transcripts name a turn after its prompt's message: the same id, one place."""
     t = ledger.turn(ledger.session(id="S1"), id="same-uuid")
