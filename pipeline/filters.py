@@ -26,7 +26,7 @@ from pipeline import signature_search, timing_search
 from pipeline.flags import FLAG_STATES, HANDLED_BY, NAMED_HANDLER_FIRED, flag_state
 from pipeline.models import NexusRequest
 from pipeline.signature_search import SignatureSearch
-from pipeline.timing_search import TimingSearch, timing_expression
+from pipeline.timing_search import TimingSearch, timing_between, timing_expression
 
 HOUR = 3_600_000
 # Preset windows from this long up start on the hour (see window_bounds).
@@ -185,7 +185,14 @@ class RequestFilters:
             reject(params, "timing_max", "less than timing_min", self.errors)
             self.timing_max = None
 
-    def apply(self, qs, *, newest_first_walk: bool = False, timing_from: float | None = None):
+    def apply(
+        self,
+        qs,
+        *,
+        newest_first_walk: bool = False,
+        timing_from: float | None = None,
+        live_only: bool = False,
+    ):
         """The filters on a queryset. With newest_first_walk the exact filters do not use their
         column's index, so SQLite walks started_at from the newest row and stops after a page:
         right for common values, wrong for rare ones (the caller decides by a capped count).
@@ -215,27 +222,30 @@ class RequestFilters:
         if self.delivered:
             qs = qs.filter(_sql(f"{flag_state('delivery_success')} = %s", self.delivered))
         if self.timing is not None:
-            qs = self._apply_timing(qs, timing_from)
+            qs = self._apply_timing(qs, timing_from, live_only)
         if self.since_ms is not None:
             qs = qs.filter(started_at__gte=self.since_ms)
         if self.until_ms is not None:
             qs = qs.filter(started_at__lt=self.until_ms)
         return qs
 
-    def _apply_timing(self, qs, timing_from: float | None):
+    def _apply_timing(self, qs, timing_from: float | None, live_only: bool = False):
         """Rows whose stage took [timing_min, timing_max] ms (any timing without them), found
         through the hours that hold such a value (pipeline/timing_search.py); each row carries
-        the duration as stage_ms."""
+        the duration as stage_ms. `live_only`: only the rows of hours not summarised."""
         bounds = [v for v in (self.timing_min, timing_from) if v is not None]
         low = max(bounds) if bounds else None
-        condition, params = self.timing_search.condition(at_least=low)
+        search = self.timing_search
+        condition, params = search.live if live_only else search.condition(at_least=low)
+        between, between_params = timing_between(self.timing, low, self.timing_max)
         qs = qs.annotate(stage_ms=timing_expression(self.timing)).filter(_sql(condition, *params))
-        qs = qs.filter(stage_ms__isnull=False)
-        if low is not None:
-            qs = qs.filter(stage_ms__gte=low)
-        if self.timing_max is not None:
-            qs = qs.filter(stage_ms__lte=self.timing_max)
-        return qs
+        return qs.filter(_sql(between, *between_params))
+
+    def counts_from_summaries(self) -> bool:
+        """Whether the list's count can be the summaries' (plus the live rows'): a stage's
+        duration in a window, and no filter the summaries do not keep."""
+        others = (self.exact, self.q, self.signature, self.hook, self.delivered)
+        return self.timing is not None and not any(v not in (None, "", {}) for v in others)
 
     @cached_property
     def timing_search(self) -> TimingSearch:
@@ -261,10 +271,8 @@ class RequestFilters:
         live in the rest (bounded); its note says which hours it did not search."""
         return signature_search.search(self.signature or "", self.since_ms, self.until_ms)
 
-    def queryset(self, *, newest_first_walk: bool = False, timing_from: float | None = None):
-        return self.apply(
-            NexusRequest.objects.all(), newest_first_walk=newest_first_walk, timing_from=timing_from
-        )
+    def queryset(self, **how):
+        return self.apply(NexusRequest.objects.all(), **how)
 
     def as_query(self, **changes) -> dict[str, str]:
         exact = {}

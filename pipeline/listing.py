@@ -67,7 +67,7 @@ class RequestPage:
 
 def request_page(f: RequestFilters) -> RequestPage:
     """A page of requests, after the filters' keyset cursor if they have one."""
-    count = capped(f.queryset(), COUNT_CAP)
+    count = _count(f)
     if f.order == "slowest":
         return _slowest_page(f, count)
     # Past the cap the matches are common: walk the newest rows instead of sorting them all.
@@ -75,6 +75,16 @@ def request_page(f: RequestFilters) -> RequestPage:
     qs = f.queryset(newest_first_walk=count.capped).only(*LIST_COLUMNS)
     found, cursor = keyset_page(qs, "started_at", f.after, PAGE_SIZE)
     return RequestPage([RequestRow(r) for r in found], count, cursor)
+
+
+def _count(f: RequestFilters) -> CappedCount:
+    """The list's count: capped, or for a stage's duration alone in a window the summaries'
+    count of such timings plus the rows read live (a chart's figure opens that list: counting it
+    in SQL read every row of the window, seconds for a busy day)."""
+    if not f.counts_from_summaries():
+        return capped(f.queryset(), COUNT_CAP)
+    live = capped(f.queryset(live_only=True), COUNT_CAP)
+    return CappedCount(f.timing_search.stored_count() + live.value, live.capped)
 
 
 def _slowest_page(f: RequestFilters, count: CappedCount) -> RequestPage:
