@@ -124,8 +124,10 @@ class TimingSearch:
 
     def slowest_from(self, below: float | None, rows: int) -> float | None:
         """A lower bound for a slowest-first page: the largest value t such that the summarised
-        hours hold at least `rows` timings in [t, below] (within the search's range). None: no
-        bound better than the search's own (too few values; the live rows may hold the rest)."""
+        hours hold at least `rows` timings in [t, below) besides (the timings equal to `below`,
+        the previous page's last, may have been shown already) and within the search's range.
+        None: no bound better than the search's own (too few values; the live rows may hold
+        the rest)."""
         top = self.at_most if below is None else min(below, self.at_most or below)
         picked_values, picked_counts = [], []
         for values, counts in self.stored.values():
@@ -139,6 +141,8 @@ class TimingSearch:
         if not picked_values:
             return None
         values, counts = np.concatenate(picked_values), np.concatenate(picked_counts)
+        if below is not None:
+            rows += int(counts[values == below].sum())
         order = np.argsort(-values, kind="stable")
         reached = np.cumsum(counts[order])
         if not len(reached) or reached[-1] < rows:

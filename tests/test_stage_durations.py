@@ -239,7 +239,10 @@ def test_a_summarised_window_reads_only_the_hours_holding_such_a_timing(timed):
     assert (json.loads(hours) if isinstance(hours, str) else hours) == [T0 + 2 * H]
     every = timing_search.search("runAgent", None, None, SINCE, UNTIL)
     assert every.slowest_from(None, 3) == 40000  # the third slowest, in the summaries
-    assert every.slowest_from(40000, 2) == 40000 and every.slowest_from(40000, 3) < 40000
+    # Below a page ending at 40,000 (its two ties may have been shown): the next slowest the
+    # summaries hold (a request still processing, "busy", is read live, not summarised).
+    settled = {i: ms for i, ms in timings_of(timed, "runAgent").items() if i != "busy"}
+    assert every.slowest_from(40000, 1) == max(v for v in settled.values() if v < 40000)
 
 
 def test_hours_past_the_live_bound_are_said_and_left_out(viewer_client, timed, monkeypatch):
