@@ -1,12 +1,15 @@
 """The admin site's settings and the pieces every ledger app's admin shares: read-only model
 admins with capped counts, and ledger times shown as local wall-clock time."""
 
+import json
+
 from django.contrib import admin, messages
+from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.utils import quote
-from django.contrib.admin.views.main import ChangeList
+from django.contrib.admin.views.main import ORDER_VAR, PAGE_VAR, ChangeList
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db.models import BooleanField, TextField
+from django.db.models import BooleanField, F, Q, TextField, Value
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
@@ -31,11 +34,16 @@ PAGINATOR_CAP = 10_000
 
 class CappedPaginator(Paginator):
     """Counts at most PAGINATOR_CAP rows: a page of a million-row table must not count them
-    all (the list then offers the first PAGINATOR_CAP rows' pages, and search narrows)."""
+    all. The list then offers the first PAGINATOR_CAP rows' pages, says "10,000+", and goes on
+    past them a page at a time by keyset (LinkableChangeList)."""
+
+    @cached_property
+    def capped_count(self):
+        return capped(self.object_list, PAGINATOR_CAP)
 
     @cached_property
     def count(self) -> int:
-        return capped(self.object_list, PAGINATOR_CAP).value
+        return self.capped_count.value
 
 
 def _cut_to_a_page(field_name: str):
@@ -73,9 +81,67 @@ def _as_stored(field_name: str):
     return show
 
 
+# ?after=… on a change list: where the previous page ended, past the pages the capped count
+# numbers (the admin would read an unknown parameter as a filter and refuse it).
+KEYSET_VAR = "after"
+
+
 class LinkableChangeList(ChangeList):
-    """Row links that a server takes: a row whose id is too long for a link goes by its key
-    (ledgerweb/long_values.py; ReadOnlyLedgerAdmin.get_object reads it back)."""
+    """A ledger table's change list. Every row can be reached: when the capped count stops at
+    PAGINATOR_CAP, its last numbered page links on to the rows after it, a page at a time in
+    the list's own order, by keyset (never an OFFSET into millions). Row links that a server
+    takes: a row whose id is too long for a link goes by its key (ledgerweb/long_values.py;
+    ReadOnlyLedgerAdmin.get_object reads it back)."""
+
+    def get_filters_params(self, params=None):
+        lookup = super().get_filters_params(params)
+        lookup.pop(KEYSET_VAR, None)
+        return lookup
+
+    def get_query_string(self, new_params=None, remove=None):
+        """Sorting, filtering or a page number starts from the top again."""
+        new_params = dict(new_params or {})
+        new_params.setdefault(KEYSET_VAR, None)
+        return super().get_query_string(new_params, remove)
+
+    def get_results(self, request):
+        super().get_results(request)
+        self.count_capped = getattr(self.paginator, "capped_count", None) is not None and (
+            self.paginator.capped_count.capped
+        )
+        self.keyset_mode, self.next_url, self.newest_url = False, None, None
+        self.page_range = (
+            list(self.paginator.get_elided_page_range(self.page_num)) if self.multi_page else []
+        )
+        column = self._keyset_column()
+        raw = request.GET.get(KEYSET_VAR)
+        if raw and column:
+            after = _read_cursor(raw)
+            self.result_list, last = _keyset_page(self.queryset, column, after, self.list_per_page)
+            self.keyset_mode, self.page_range = True, []
+            self.newest_url = self.get_query_string({PAGE_VAR: None})
+        elif self.multi_page and self.page_num < self.paginator.num_pages:
+            self.next_url = self.get_query_string({PAGE_VAR: self.page_num + 1})
+            return
+        elif self.count_capped and column and self.page_num == self.paginator.num_pages:
+            rows = list(self.result_list)
+            last = rows[-1] if rows else None
+        else:
+            return
+        if last is not None:
+            cursor = long_values.for_link(json.dumps([_stamp(getattr(last, column)), last.pk]))
+            self.next_url = self.get_query_string({KEYSET_VAR: cursor, PAGE_VAR: None})
+
+    def _keyset_column(self) -> str | None:
+        """The column the list is ordered by when no one chose another (?o=): the admin's
+        first ordering field (newest first), else the key."""
+        if ORDER_VAR in self.params:
+            return None
+        ordering = self.model_admin.ordering or ["-pk"]
+        first = ordering[0]
+        if not isinstance(first, str) or not first.startswith("-"):
+            return None  # ascending lists end at their cap: none of ours is
+        return first.removeprefix("-")
 
     def url_for_result(self, result):
         pk = getattr(result, self.pk_attname)
@@ -84,6 +150,39 @@ class LinkableChangeList(ChangeList):
             args=(quote(long_values.for_link(pk)),),
             current_app=self.model_admin.admin_site.name,
         )
+
+
+def _stamp(value):
+    """A row's ordering value as a cursor holds it (JSON): a BLOB as text."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _read_cursor(raw: str) -> tuple:
+    try:
+        stamp, last_pk = json.loads(long_values.resolve(raw))
+    except (ValueError, TypeError, long_values.UnknownKey) as error:
+        raise IncorrectLookupParameters(f"after={raw[:40]}: not a page link") from error
+    if isinstance(stamp, bool) or not isinstance(stamp, int | float | str | None):
+        raise IncorrectLookupParameters(f"after={raw[:40]}: not a page link")
+    return stamp, last_pk
+
+
+def _keyset_page(queryset, column: str, after: tuple, size: int) -> tuple[list, object]:
+    """The `size` rows after `after` (the last row's (value, key)) newest first by (column,
+    key), NULLs last on both engines; and the last row when more follow."""
+    stamp, last_pk = after
+    ordered = queryset.order_by(F(column).desc(nulls_last=True), F("pk").desc())
+    if stamp is None:
+        ordered = ordered.filter(**{f"{column}__isnull": True, "pk__lt": last_pk})
+    else:
+        at = Value(stamp)  # as written: the field would round a REAL value
+        ordered = ordered.filter(
+            Q(**{f"{column}__lt": at})
+            | Q(**{column: at, "pk__lt": last_pk})
+            | Q(**{f"{column}__isnull": True})
+        )
+    rows = list(ordered[: size + 1])
+    return rows[:size], (rows[size - 1] if len(rows) > size else None)
 
 
 class ValuesFilter(admin.AllValuesFieldListFilter):
@@ -145,6 +244,7 @@ class ReadOnlyLedgerAdmin(admin.ModelAdmin):
     """Lists and detail pages, no add / change / delete: the ledger belongs to the runtime."""
 
     list_per_page = 50
+    change_list_template = "ledgerweb/admin/change_list.html"
     change_form_template = "ledgerweb/admin/change_form.html"
 
     object_history_template = "ledgerweb/admin/object_history.html"

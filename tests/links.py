@@ -9,11 +9,17 @@ from urllib.parse import urlsplit
 REQUEST_LINE_LIMIT = 4094
 # Attributes that make the browser (or htmx) request a URL of the site.
 _URL_ATTRIBUTE = re.compile(r'\s(?:href|hx-get|hx-post|action|src)="([^"]*)"')
+_GET_ATTRIBUTE = re.compile(r'\s(?:href|hx-get)="([^"]*)"')
 
 
 def links_of(page: str) -> list[str]:
     """Every URL an HTML page names in an attribute a click, htmx or a form requests."""
     return [html.unescape(raw) for raw in _URL_ATTRIBUTE.findall(page)]
+
+
+def get_links_of(page: str) -> list[str]:
+    """The URLs a click or htmx GETs (not a form's POST): what a crawl may follow."""
+    return [html.unescape(raw) for raw in _GET_ATTRIBUTE.findall(page)]
 
 
 def request_line_bytes(url: str) -> int:

@@ -8,7 +8,7 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 from builders import LEDGER_DB, T0
-from links import REQUEST_LINE_LIMIT, links_of, request_line_bytes, unfollowable
+from links import REQUEST_LINE_LIMIT, get_links_of, links_of, request_line_bytes, unfollowable
 
 from ledgerweb import long_values
 from ledgerweb.models import LinkedValue
@@ -158,12 +158,13 @@ def crawl_links(client, start: str, limit: int = 120) -> dict[str, int]:
         statuses[url] = response.status_code
         if not response["Content-Type"].startswith("text/html") or response.streaming:
             continue
-        for link in links_of(response.content.decode()):
+        body = response.content.decode()
+        assert not unfollowable(urljoin("http://testserver" + url, u) for u in links_of(body))
+        for link in get_links_of(body):
             absolute = urljoin("http://testserver" + url, link)
             parts = urlsplit(absolute)
             if parts.netloc != "testserver" or parts.path.startswith(("/static/", "/accounts/")):
                 continue
-            assert request_line_bytes(absolute) <= REQUEST_LINE_LIMIT, (url[:80], absolute[:120])
             target = parts.path + (f"?{parts.query}" if parts.query else "")
             if target not in seen and "download=" not in target:
                 seen.add(target)
@@ -177,7 +178,8 @@ def test_every_link_from_a_session_with_a_3000_character_id_can_be_followed(
     statuses = crawl_links(admin_client, "/sessions/?status=all")
     session_pages = [url for url in statuses if url.startswith("/sessions/~~")]
     assert session_pages, "the session is reached by its key"
-    assert {status for url, status in statuses.items() if url.startswith("/sessions/")} == {200}
+    failed = {url: n for url, n in statuses.items() if url.startswith("/sessions/") and n != 200}
+    assert failed == {}
 
 
 def test_a_3000_character_session_id_goes_by_its_key_in_every_turn_link(
