@@ -463,6 +463,8 @@ def test_an_unreadable_token_count_adds_nothing_anywhere_and_is_said(viewer_clie
     assert (totals["tokens"], totals["unreadable_token_counts"]) == (1_500, n)
     page = text_of(viewer_client.get("/sessions/S1/"))
     assert f"1,500 tokens ({n} unreadable token counts not added)" in page
+    panel = text_of(viewer_client.get("/sessions/S1/turns/J0/", headers={"HX-Request": "true"}))
+    assert "= 4,611,686,018,427,387,904 tokens (unreadable counts not added)" in panel
     thread = viewer_client.get("/sessions/S1/turns/T-head/thread/?format=json").json()
     assert thread["cumulative_tokens"] == 1_300
     assert thread["unreadable_token_counts"] == n

@@ -6,7 +6,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from ledgerfacts.timestamps import ms_to_datetime
 from ledgerweb import formatting, long_values
-from ledgerweb.costs import UNREADABLE_COUNT
+from ledgerweb.costs import UNREADABLE_COUNT, unreadable_count
 from ledgerweb.text import as_text, render_markdown
 
 register = template.Library()
@@ -28,6 +28,9 @@ for _format in (
 
 
 register.filter("as_text", as_text)
+
+
+register.filter("unreadable_count", unreadable_count)
 
 
 @register.simple_tag
