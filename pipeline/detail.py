@@ -10,7 +10,7 @@ from ledgerweb.health import STUCK_AFTER_MS
 from ledgerweb.paging import capped
 from ledgerweb.text import JsonText, parse_json, show_json
 from pipeline.costs import request_cost
-from pipeline.filters import RequestFilters
+from pipeline.filters import RequestFilters, value_query
 from pipeline.models import NexusRequest
 from pipeline.signatures import signature
 from pipeline.stage_cards import StageCard, failing_hook, hooks_handled_text, stage_cards
@@ -225,9 +225,11 @@ def count_similar(detail: RequestDetail) -> None:
 
 
 def similar_query(detail: RequestDetail) -> dict[str, str]:
-    """The request-list filters that select exactly the counted similar failures."""
-    r = detail.request
-    query = {"status": "failed", "signature": detail.signature}
-    if r.error_stage:
-        query["error_stage"] = r.error_stage
-    return query
+    """The request-list filters that select exactly the counted similar failures: the same
+    signature and the same stage as stored (NULL, '' and spaces included: value_query)."""
+    stage = detail.request.error_stage
+    return (
+        {"status": "failed"}
+        | value_query("signature", detail.signature)
+        | value_query("error_stage", None if stage is None else str(stage))
+    )

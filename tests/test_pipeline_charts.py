@@ -511,3 +511,29 @@ def test_json_twin_keys_are_whole_values_not_the_labels_drawn(viewer_client, led
     (figure,) = figures(viewer_client.get(chart_url("tokens")).content.decode())
     names = [trace["name"] for trace in figure["data"]]
     assert len(set(names)) == 2 and all(len(name) <= 36 for name in names)
+
+
+def test_similar_failures_are_of_the_stage_as_stored_null_and_spaces_included(
+    viewer_client, ledger
+):
+    """The request page wrote its failure's stage into the link as typed text: " runAgent "
+    was read as "runAgent", and a stage of NULL or '' was no filter at all (every stage)."""
+    failures = {
+        "padded": (" runAgent ", "Timeout after 5 s"),
+        "plain": ("runAgent", "Timeout after 7 s"),
+        "null-1": (None, "Disk full at 3"),
+        "null-2": (None, "Disk full at 4"),
+        "empty": ("", "Disk full at 6"),
+        "staged": ("runAgent", "Disk full at 5"),
+    }
+    for n, (request_id, (stage, message)) in enumerate(failures.items()):
+        ledger.request(id=request_id, started_at=T0 + n, status="failed", error_stage=stage,
+                       error_message=message)  # fmt: skip
+    expected = {"padded": ["padded"], "null-1": ["null-1", "null-2"], "empty": ["empty"]}
+    for request_id, ids in expected.items():
+        data = viewer_client.get(f"/pipeline/requests/{request_id}/?format=json").json()
+        assert data["similar_failures"]["count"] == len(ids), request_id
+        line = viewer_client.get(f"/pipeline/requests/{request_id}/similar/").content.decode()
+        href = html.unescape(line.split('<a href="', 1)[1].split('"', 1)[0])
+        answer = listed(viewer_client, f"/pipeline/requests/{request_id}/", href)
+        assert sorted(r["id"] for r in answer["requests"]) == ids, request_id
