@@ -12,7 +12,7 @@ from ledgerweb.params import answers_bad_parameters, choice, cursor, sqlite_numb
 from ledgerweb.sqlite import LedgerQueryTimeout
 from pipeline import charts, json_twins
 from pipeline.detail import LONG_FIELDS, load_request, similar_query
-from pipeline.filters import WINDOWS, RequestFilters
+from pipeline.filters import WINDOWS, RequestFilters, value_query
 from pipeline.listing import newer_page, request_page
 from pipeline.models import NexusRequest
 from pipeline.stages import STAGES, STATUSES
@@ -111,6 +111,8 @@ def _request_page(request: HttpRequest, detail) -> HttpResponse:
         "d": detail,
         "r": detail.request,
         "similar_query": similar_query(detail),
+        # The breadcrumb's link to the requests of this status, as stored (filters.value_query).
+        "status_query": value_query("status", detail.request.status),
         "related_groups": _related_groups(detail),
     }
     return render(request, "pipeline/request.html", ctx)

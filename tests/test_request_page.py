@@ -257,3 +257,15 @@ def test_same_principal_and_same_session_key_are_one_list_when_they_hold_the_sam
     else:
         assert headings == ["Same event", "Same principal and session key"]
         assert page.count('href="/pipeline/requests/R11/"') == 1
+
+
+@pytest.mark.parametrize("status", [" odd ", ""])
+def test_the_status_link_lists_the_requests_of_that_status_as_stored(viewer_client, ledger, status):
+    """The breadcrumb's status link wrote the status as typed text: " odd " was read as "odd",
+    and '' was no filter at all."""
+    ledger.request(id="R-this", status=status)
+    ledger.request(id="R-other", status=status.strip() or "completed")
+    page = parse_html(viewer_client.get("/pipeline/requests/R-this/").content)
+    link = page.findall(".//nav[@class='crumbs']/a")[-1]
+    listed = viewer_client.get(link.get("href") + "&format=json").json()
+    assert [r["id"] for r in listed["requests"]] == ["R-this"]
