@@ -180,7 +180,10 @@ def _failed_calls(failed: int) -> str:
 def _branch(label: str) -> str:
     if not label:
         return ""
-    return f'<span class="mark mark-branch" title="A branch point: {label} follow">{label}</span>'
+    return (
+        f'<span class="mark mark-branch" title="A branch point: {label} follow. Click to see them'
+        f' side by side (a)">{label}</span>'
+    )
 
 
 @lru_cache(maxsize=64)

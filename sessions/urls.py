@@ -7,6 +7,7 @@ urlpatterns = [
     path("", views.session_list, name="list"),
     path("<id:session_id>/", views.session_detail, name="detail"),
     path("<id:session_id>/compare/", views.compare, name="compare"),
+    path("<id:session_id>/branches/", views.branches, name="first_branches"),
     path("<id:session_id>/annotations/", annotating.annotate_session, name="annotate"),
     path(
         "<id:session_id>/annotations/<str:annotation_id>/remove/",
@@ -15,6 +16,7 @@ urlpatterns = [
     ),
     path("<id:session_id>/turns/<id:turn_id>/", views.turn_detail, name="turn"),
     path("<id:session_id>/turns/<id:turn_id>/thread/", views.thread, name="thread"),
+    path("<id:session_id>/turns/<id:turn_id>/branches/", views.branches, name="branches"),
     path(
         "<id:session_id>/turns/<id:turn_id>/annotations/",
         annotating.annotate_turn,

@@ -20,6 +20,8 @@ from ledgerweb.text import show_json
 from sessions import compare as comparing
 from sessions import export as exporting
 from sessions import forking, json_twins
+from sessions.branch_point import as_json as branch_point_json
+from sessions.branch_point import branch_point
 from sessions.detail import FAILED, SessionTree, TurnInfo, load_tree, turn_info
 from sessions.failed_turns import failed_walk, first_failed_turn_id
 from sessions.kinds import FORK, KINDS
@@ -27,7 +29,14 @@ from sessions.listing import SessionFilters, session_page, status_choices
 from sessions.map_html import map_svg
 from sessions.membership import turn_in_session
 from sessions.models import Session
-from sessions.page import LayoutPlaces, TreeView, hoisted, tree_page, whole_tree_shape
+from sessions.page import (
+    LayoutPlaces,
+    TreeView,
+    branch_label,
+    hoisted,
+    tree_page,
+    whole_tree_shape,
+)
 from sessions.rows_html import timeline_parts, tree_rows_html
 from sessions.thread import load_thread
 from sessions.tree_map import KINDS as MAP_KINDS
@@ -217,6 +226,7 @@ def _selected_actions(
         "collapsed": collapsed,
         "collapse": view.query(("at", long_values.for_link(selected_id)), collapsed=toggled),
         "branch_point": len(row.child_ids) > 1,
+        "branch_label": branch_label(row, shown_tree.alternatives),
         "bookmarked": mark is not None,
         "note": mark.bookmark_note if mark is not None else "",
     }
@@ -665,3 +675,26 @@ def _compare_page(request: HttpRequest, session: Session, a: str, b: str, result
         ctx["pick"] = "b" if a else "a"
         ctx["candidates"] = comparing.candidates(load_tree(session), exclude=a or b)
     return render(request, "sessions/compare.html", ctx)
+
+
+@require_GET
+@answers_bad_parameters
+def branches(request: HttpRequest, session_id: str, turn_id: str | None = None) -> HttpResponse:
+    """Every answer at a branch point, side by side (sessions/branch_point.py): the children of
+    a turn, or with no turn the session's first turns when it has several."""
+    session = _get_session_and_turn(session_id, turn_id) if turn_id else _get_session(session_id)
+    session_tree = load_tree(session)
+    point = branch_point(session_tree, turn_id)
+    if point is None:
+        raise Http404("Fewer than two branches start there")
+    ctx = {
+        "session": session,
+        "point": point,
+        "can_fork": request.user.has_perm("conversations.fork_session"),
+        "bookmarks": annotation_store.bookmarked_turns(request.user, session.id),
+    }
+    return respond(
+        request,
+        page=lambda: render(request, "sessions/branches.html", ctx),
+        twin=lambda: branch_point_json(point),
+    )

@@ -35,6 +35,8 @@ URLS = {
     "sessions:fork": ("/sessions/S1/turns/T2/fork/", 405),
     "sessions:bookmark": ("/sessions/S1/turns/T2/bookmark/", 405),
     "bookmarks:list": ("/bookmarks/", 200),
+    "sessions:branches": ("/sessions/S1/turns/T1/branches/", 200),
+    "sessions:first_branches": ("/sessions/S1/branches/", 404),  # one first turn: no branches
     "sessions:export": ("/sessions/S1/turns/T2/export.json", 200),
     "sessions:call": ("/sessions/S1/turns/T2/calls/C1/", 200),
     "sessions:payload": ("/sessions/S1/turns/T2/payload/result/C1/", 200),

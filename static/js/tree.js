@@ -85,6 +85,13 @@
     collapse.hidden = !row.dataset.child;
     collapse.setAttribute("href", collapseUrl(turnId));
     collapse.textContent = row.dataset.collapsed ? "▾ Expand its branches" : "▸ Collapse its branches";
+    var answers = box.querySelector("[data-answers]"), branch = row.querySelector(".mark-branch");
+    if (answers) {
+      answers.hidden = !branch;
+      if (branch) answers.setAttribute("href", turnUrl(tree, turnId) + "branches/");
+      else answers.removeAttribute("href");
+      if (branch) answers.textContent = branch.textContent + " side by side";
+    }
     var form = box.querySelector(".bookmark-form");
     var marked = row.dataset.bookmark !== undefined;
     // A note being typed for this turn stays (its panel may arrive meanwhile and aim again).
@@ -204,6 +211,12 @@
         if (note) { note.focus(); note.select(); }
         break;
       }
+      case "a": {
+        // A branch point's answers; on a row with siblings, its parent's (where it is one).
+        var at = row.querySelector(".mark-branch") ? row.dataset.turn : row.dataset.sibling && row.dataset.parent;
+        if (at) window.location.href = turnUrl(tree, at) + "branches/";
+        break;
+      }
       case "m": nextBookmark(tree, row, 1); break;
       case "M": nextBookmark(tree, row, -1); break;
       case "p": { var box = layoutBox(); if (box) showPanel(box, box.classList.contains("panel-closed")); break; }
@@ -258,6 +271,15 @@
     var at = row.getBoundingClientRect();
     if (at.top < 0 || at.bottom > window.innerHeight) row.scrollIntoView({ block: "nearest" });
   }
+  // "3 answers" on a row opens that branch point's answers side by side.
+  document.addEventListener("click", function (event) {
+    var badge = event.target.closest && event.target.closest(".tree-row .mark-branch");
+    var row = badge && badge.closest(".tree-row[data-turn]");
+    if (!row || event.shiftKey) return;
+    event.preventDefault();
+    event.stopPropagation();
+    window.location.href = turnUrl(row.closest(".tree"), row.dataset.turn) + "branches/";
+  }, true);
   // Shift-click a second row: compare that turn with the selected one (the compare page).
   // Capturing, so the row's own htmx click (open its panel) never runs.
   document.addEventListener("click", function (event) {

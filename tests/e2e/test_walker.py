@@ -52,11 +52,11 @@ CONTRACT = {"overview", "sessions:list", "sessions:detail", "sessions:turn", "se
             "pipeline:chart", "pipeline:requests", "pipeline:request", "pipeline:similar",
             "admin:index", "login", "health", "healthz", "search:search",
             "bookmarks:list", "issues:inbox", "issues:issue", "issues:of_request",
-            "alerts:log"}  # fmt: skip
+            "alerts:log", "sessions:branches"}  # fmt: skip
 TWINNED = {"overview", "sessions:list", "sessions:detail", "sessions:turn", "sessions:thread",
            "pipeline:dashboard", "pipeline:requests", "pipeline:request",
            "search:search", "bookmarks:list", "issues:inbox", "issues:issue",
-           "alerts:log"}  # fmt: skip
+           "alerts:log", "sessions:branches"}  # fmt: skip
 
 
 @pytest.fixture(scope="session")
@@ -124,6 +124,10 @@ def session_pages(conn) -> list[str]:
         AND EXISTS (SELECT 1 FROM tool_calls c WHERE c.turn_id = t.id) ORDER BY t.id""",
         branched)  # fmt: skip
     turn_url = f"/sessions/{quote(branched)}/turns/{quote(turn)}/"
+    # A branch point of it: its page offers its answers side by side.
+    branch_point = one(conn, """SELECT parent_turn_id FROM turns WHERE session_id = ?
+        AND parent_turn_id IS NOT NULL GROUP BY parent_turn_id HAVING count(*) > 1
+        ORDER BY parent_turn_id""", branched)  # fmt: skip
     persona = one(conn, "SELECT persona FROM sessions ORDER BY id")
     return [
         "/sessions/",
@@ -131,6 +135,7 @@ def session_pages(conn) -> list[str]:
         *(f"/sessions/{quote(s)}/" for s in dict.fromkeys(kinds) if s),
         turn_url,
         turn_url + "thread/",
+        f"/sessions/{quote(branched)}/turns/{quote(branch_point)}/",
     ]
 
 
