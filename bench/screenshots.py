@@ -2,6 +2,8 @@
 
     SECRET_KEY=x DEBUG=1 .venv/bin/python manage.py ledger_demo var/demo-ledger.sqlite3
     .venv/bin/python manage.py ledger_rollup        # the dashboard without "not summarised yet"
+    .venv/bin/python manage.py ledger_import claude-code tests/fixtures/import/samples/claude-code \
+        --ledger var/demo-ledger.sqlite3            # a real transcript, for import-claude-code-*
     make serve PORT=8600 &                          # or gunicorn on any port
     .venv/bin/python -m bench.screenshots --url http://127.0.0.1:8600 --user admin \\
         --password "$PASSWORD" [overview thread ...]  # names: only these
@@ -9,7 +11,9 @@
 The failure inbox's shots read the hours the summaries hold: run `ledger_rollup` first.
 Desktop shots are 1280 px wide, phone shots (`*-phone.png`) 390 px at twice the pixel density;
 each is cropped to its first screens so it stays under 400 KB. The pages shown are chosen by SQL
-on the ledger (read-only), so a rebuilt demo ledger gives the same kind of page.
+on the ledger (read-only), so a rebuilt demo ledger gives the same kind of page. The
+import-claude-code-* shots show a real imported Claude Code turn whose texts and tool calls
+interleave (issue 27): without an imported transcript in the ledger they are left out, said so.
 """
 
 import argparse
@@ -38,6 +42,13 @@ THREAD_TURN_SQL = """WITH RECURSIVE below(id, started_at) AS (
     WHERE t.session_id = ?
     UNION ALL SELECT t.id, t.started_at FROM turns t JOIN below b ON t.parent_turn_id = b.id)
   SELECT id FROM below ORDER BY started_at DESC LIMIT 1"""
+# A turn of an imported Claude Code transcript whose texts and tool calls interleave (a text
+# written after a call), the one with the most calls: its panel shows them as they happened.
+IMPORTED_TURN_SQL = """SELECT t.session_id, t.id FROM turns t JOIN sessions s ON s.id = t.session_id
+  WHERE s.persona = 'claude-code' AND s.routing_key NOT LIKE 'fork:%'
+    AND EXISTS (SELECT 1 FROM messages m WHERE m.turn_id = t.id AND m.created_at >
+                (SELECT min(c.started_at) FROM tool_calls c WHERE c.turn_id = t.id))
+  ORDER BY (SELECT count(*) FROM tool_calls c WHERE c.turn_id = t.id) DESC, t.id LIMIT 1"""
 # The newest failed request that ran a turn.
 REQUEST_SQL = """SELECT id FROM nexus_requests WHERE status = 'failed' AND turn_id IS NOT NULL
   ORDER BY started_at DESC LIMIT 1"""
@@ -64,6 +75,10 @@ def pages(ledger: Path) -> tuple[list, list]:
     thread = f"/sessions/{session}/turns/{one(THREAD_TURN_SQL, session)}/thread/"
     request = f"/pipeline/requests/{one(REQUEST_SQL)}/"
     failed_requests = "/pipeline/requests/?status=failed"
+    imported = db.execute(IMPORTED_TURN_SQL).fetchone()
+    imported_turn = f"/sessions/{imported[0]}/turns/{imported[1]}/" if imported else None
+    if imported is None:
+        print("No imported Claude Code turn in this ledger: import-claude-code-* left out")
     desktop = [
         ("overview", "/", 900),
         ("session-list", "/sessions/", 900),
@@ -75,6 +90,7 @@ def pages(ledger: Path) -> tuple[list, list]:
         ("pipeline-dashboard", "/pipeline/", 1500),
         ("issues", "/pipeline/issues/?window=7d", 1100),
         ("issue", BUSIEST_ISSUE, 1300),
+        ("import-claude-code-session", imported_turn, 1100),
     ]
     phone = [
         ("session-tree-phone", failed_turn, 1400),
@@ -83,8 +99,9 @@ def pages(ledger: Path) -> tuple[list, list]:
         ("pipeline-dashboard-phone", "/pipeline/", 1400),
         ("issues-phone", "/pipeline/issues/?window=7d", 1400),
         ("issue-phone", BUSIEST_ISSUE, 1600),
+        ("import-claude-code-session-phone", imported_turn, 2400),
     ]
-    return desktop, phone
+    return [s for s in desktop if s[1]], [s for s in phone if s[1]]
 
 
 def shoot(page, url: str, name: str, height: int) -> None:

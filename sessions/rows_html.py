@@ -351,8 +351,10 @@ def _summary(call: ToolCallView, call_url: str, session_urls: IdUrls, name_and_s
         if call.child_session_id
         else ""
     )
+    hint = call.hint
+    hint_html = f' <span class="call-hint">{escape(hint)}</span>' if hint else ""
     return (
-        f"<summary>{name_and_status(call.tool_name, call.status)} "
+        f"<summary>{name_and_status(call.tool_name, call.status)}{hint_html} "
         f'<span class="muted small">{timing}</span>{subagent}'
         f' <a href="{call_url}" class="small call-link" title="This call on its own page">link</a>'
         "</summary>"

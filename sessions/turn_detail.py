@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from ledgerfacts.timestamps import elapsed_ms
 from ledgerweb import downloads, sqlite
 from ledgerweb.text import PREVIEW_CHARS, JsonText, as_text, render_markdown, show_json
+from sessions.call_hints import HINT_CHARS, call_hint
 from sessions.kinds import children_prefix
 from sessions.timeline import in_order
 
@@ -37,6 +38,7 @@ class ToolCallView:
     completed_at: object
     sequence: object
     error: str | None
+    parameters_head: object = None  # its first HINT_CHARS characters, for the hint
     parameters: JsonText | None = None  # None: not loaded yet (the panel loads it when opened)
     result: JsonText | None = None
     child_session_id: str | None = None
@@ -44,6 +46,12 @@ class ToolCallView:
     @property
     def duration_ms(self) -> int | None:
         return elapsed_ms(self.started_at, self.completed_at)
+
+    @property
+    def hint(self) -> str:
+        """What the call was about, in a few words, for its closed line: the command, path,
+        pattern or query it was given (sessions.call_hints)."""
+        return call_hint(self.parameters_head)
 
     @property
     def payloads(self) -> list[tuple[str, JsonText]]:
@@ -163,7 +171,10 @@ INLINE_CALLS = 5
 # swap (the event fires before htmx has wired the new content). Up to this many: a turn with
 # hundreds of failures would otherwise send all their payloads.
 OPEN_FAILED_CALLS = 5
-CALL_COLUMNS = "id, tool_name, status, started_at, completed_at, sequence, error"
+CALL_COLUMNS = (
+    "id, tool_name, status, started_at, completed_at, sequence, error,"
+    f" substr(parameters, 1, {HINT_CHARS})"
+)
 
 
 def _first_failed(calls: list[ToolCallView]) -> list[ToolCallView]:

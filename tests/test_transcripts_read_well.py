@@ -233,3 +233,42 @@ def test_the_threads_tokens_are_the_ones_its_cost_is_priced_from(viewer_client, 
     assert data["cumulative_tokens"] == 9_100 + 1_050  # the turns' totals, as before
     page = viewer_client.get("/sessions/S1/turns/T2/thread/").content.decode()
     assert "26,350 tokens billed along the whole thread (input and output)" in page
+
+
+# -- a call's closed line says what it was about ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("parameters", "hint"),
+    [
+        ('{"pattern": "**/*.toml", "path": "/srv"}', "**/*.toml"),
+        ('{"command": ["bash", "-lc", "sed -n 1,40p cart.py"], "workdir": "/home/ada"}',
+         "bash -lc sed -n 1,40p cart.py"),
+        ('{"todos": [{"content": "Write the player", "status": "pending"}]}',
+         '{"todos": [{"content": "Write the player", "status": "pending"}]}'),
+        ('{"a": 1, "note": "first text value"}', "first text value"),
+        ("{}", ""), ("null", ""), (None, ""), ("", ""),
+        ('{"command": "' + "x" * 500, '{"command": "' + "x" * 76 + "…"),  # a cut head
+        ('{"query": "line one\\n\\n  line two"}', "line one line two"),
+    ],
+)  # fmt: skip
+def test_a_calls_hint_is_what_it_was_given_in_a_few_words(parameters, hint):
+    from sessions.call_hints import call_hint
+
+    assert call_hint(parameters) == hint
+
+
+def test_the_real_claude_code_calls_say_what_they_were_about(viewer_client, ledger):
+    run_import("claude-code", CLAUDE_SAMPLE)
+    turn = "77bbcba8-0d9a-4a90-91e0-3dbc20125e6e"
+    patterns = [
+        b["input"]["pattern"]
+        for x in json_objects(CLAUDE_SAMPLE)
+        if x.get("type") == "assistant" and isinstance(x["message"]["content"], list)
+        for b in x["message"]["content"]
+        if b.get("type") == "tool_use" and b["name"] == "Glob"
+    ]
+    body = parse_fragment(panel(viewer_client, CLAUDE_SESSION, turn))
+    hints = [s.text for s in body.iter("span") if s.get("class") == "call-hint"]
+    assert [h for h in hints if h in patterns][:5] == patterns[:5]
+    assert len(hints) == 16  # every call of the turn, closed or open
