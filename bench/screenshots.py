@@ -2,16 +2,16 @@
 
     SECRET_KEY=x DEBUG=1 .venv/bin/python manage.py ledger_demo var/demo-ledger.sqlite3
     .venv/bin/python manage.py ledger_rollup        # the dashboard without "not summarised yet"
-    .venv/bin/python manage.py ledger_import claude-code tests/fixtures/import/samples/claude-code \
-        --ledger var/demo-ledger.sqlite3            # a real transcript, for import-claude-code-*
+    .venv/bin/python manage.py ledger_import claude-code \\
+        tests/fixtures/import/samples/claude-code --ledger var/demo-ledger.sqlite3  # a real one
     make serve PORT=8600 &                          # or gunicorn on any port
     .venv/bin/python -m bench.screenshots --url http://127.0.0.1:8600 --user admin \\
         --password "$PASSWORD" [overview thread ...]  # names: only these
 
 The failure inbox's shots read the hours the summaries hold: run `ledger_rollup` first.
 Desktop shots are 1280 px wide, phone shots (`*-phone.png`) 390 px at twice the pixel density;
-each is cropped to its first screens so it stays under 400 KB. The pages shown are chosen by SQL
-on the ledger (read-only), so a rebuilt demo ledger gives the same kind of page. The
+each is cropped to its first screens so it stays at about 400 KB at most. The pages shown are
+chosen by SQL on the ledger (read-only), so a rebuilt demo ledger gives the same kind of page. The
 import-claude-code-* shots show a real imported Claude Code turn whose texts and tool calls
 interleave (issue 27): without an imported transcript in the ledger they are left out, said so.
 """
@@ -99,7 +99,7 @@ def pages(ledger: Path) -> tuple[list, list]:
         ("pipeline-dashboard-phone", "/pipeline/", 1400),
         ("issues-phone", "/pipeline/issues/?window=7d", 1400),
         ("issue-phone", BUSIEST_ISSUE, 1600),
-        ("import-claude-code-session-phone", imported_turn, 2400),
+        ("import-claude-code-session-phone", imported_turn, 1800),
     ]
     return [s for s in desktop if s[1]], [s for s in phone if s[1]]
 
