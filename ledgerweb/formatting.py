@@ -75,7 +75,10 @@ def filesize(num_bytes) -> str:
 
 
 def tokens(value) -> str:
-    """1,250 → 1.3k; 31,000 → 31k; junk (ledgerweb.costs.UNREADABLE_COUNT) → ?"""
+    """1,250 → 1.3k; 31,000 → 31k; no count (NULL) → — (unknown, not 0); junk
+    (ledgerweb.costs.UNREADABLE_COUNT) → ?"""
+    if value is None:
+        return "—"
     if not readable_count(value):
         return "?"
     if abs(value) < 1000:

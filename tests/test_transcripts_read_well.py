@@ -150,6 +150,9 @@ def test_a_session_without_token_counts_says_so_not_0_tokens(viewer_client, ledg
     row = next(a for a in parse_html(page).iter("a") if a.get("data-turn") == "T1")
     unknown = [s for s in row.iter("span") if "unknown" in (s.get("class") or "")]
     assert [s.text for s in unknown] == ["—", "—"]  # its tokens, its duration
+    thread = viewer_client.get("/sessions/S1/turns/T1/thread/").content.decode()
+    facts = next(s for s in parse_html(thread).iter("span") if "facts" in (s.get("class") or ""))
+    assert "· — ·" in facts.text and "?" not in facts.text
 
 
 # -- Claude Code slash commands, as typed -------------------------------------------------------
