@@ -104,9 +104,30 @@ def pages(ledger: Path) -> tuple[list, list]:
     return [s for s in desktop if s[1]], [s for s in phone if s[1]]
 
 
+# A turn's panel scrolls inside its card beside the tree: the import shots show its list of
+# messages and calls from the top (the panel's head and annotations are in turn-panel.png).
+PANEL_TO_TIMELINE = """() => {
+  const panel = document.querySelector('#panel');
+  const list = panel && panel.querySelector('.timeline-count');
+  if (list) panel.scrollTop += list.getBoundingClientRect().top - panel.getBoundingClientRect().top;
+}"""
+
+
 def shoot(page, url: str, name: str, height: int) -> None:
+    window = page.viewport_size
+    panel_shot = name.startswith("import-") and not name.endswith("-phone")
+    if panel_shot:
+        # The panel is as tall as the window (and a whole-page shot scrolls it back to its
+        # top): a window as tall as the shot, its list scrolled to the panel's top.
+        page.set_viewport_size({"width": window["width"], "height": height})
     page.goto(url)
     page.wait_for_load_state("networkidle")  # the dashboard's charts load after the page
+    if panel_shot:
+        page.evaluate(PANEL_TO_TIMELINE)
+        page.screenshot(path=OUT / f"{name}.png")
+        page.set_viewport_size(window)
+        print(f"{name}.png ({(OUT / f'{name}.png').stat().st_size // 1024} KB)")
+        return
     width = page.viewport_size["width"]
     full = page.evaluate("document.documentElement.scrollHeight")
     clip = {"x": 0, "y": 0, "width": width, "height": min(height, full)}
