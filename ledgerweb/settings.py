@@ -137,6 +137,7 @@ INSTALLED_APPS = [
     "search.apps.SearchConfig",
     "annotations",
     "datasets",
+    "review",
     "otel",
     "issues",
     "alerts",

@@ -29,5 +29,6 @@ urlpatterns = [
     path("search/", include("search.urls")),
     path("datasets/", include("datasets.urls")),
     path("alerts/", include("alerts.urls")),
+    path("review/", include("review.urls")),
     path("admin/", admin.site.urls),
 ]

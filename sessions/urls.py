@@ -1,6 +1,6 @@
 from django.urls import path
 
-from sessions import annotating, bookmarks, views
+from sessions import annotating, bookmarks, preferring, views
 
 app_name = "sessions"
 urlpatterns = [
@@ -23,6 +23,7 @@ urlpatterns = [
         name="annotate_turn",
     ),
     path("<id:session_id>/turns/<id:turn_id>/fork/", views.fork, name="fork"),
+    path("<id:session_id>/turns/<id:turn_id>/prefer/", preferring.prefer, name="prefer"),
     path("<id:session_id>/turns/<id:turn_id>/bookmark/", bookmarks.bookmark, name="bookmark"),
     path("<id:session_id>/turns/<id:turn_id>/export.json", views.export, name="export"),
     path("<id:session_id>/turns/<id:turn_id>/calls/<id:call_id>/", views.tool_call, name="call"),

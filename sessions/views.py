@@ -674,6 +674,9 @@ def _compare_page(request: HttpRequest, session: Session, a: str, b: str, result
         # "Compare with…": the session's leaves and branch points, to pick without typing ids.
         ctx["pick"] = "b" if a else "a"
         ctx["candidates"] = comparing.candidates(load_tree(session), exclude=a or b)
+    elif result.both_found and result.fork_point and result.a.first_turns and result.b.first_turns:
+        # Where the branches part, the two answers there can be preferred (preferring.py).
+        ctx["prefer_siblings"] = [result.a.first_turns[0].id, result.b.first_turns[0].id]
     return render(request, "sessions/compare.html", ctx)
 
 

@@ -52,15 +52,20 @@ URLS = {
     "search:in_session": ("/search/in/S1/?q=hello", 200),
     "datasets:index": ("/datasets/", 200),
     "datasets:export": ("/datasets/export.jsonl?kind=preferences", 200),
-    "datasets:run": (
-        "/datasets/runs/999/",
-        404,
-    ),  # no export on this ledger (tests/test_datasets.py)
     "issues:inbox": ("/pipeline/issues/?window=30d&status=all", 200),
     "issues:issue": (f"/pipeline/issues/{R1_ISSUE}/?window=30d", 200),
     "issues:change": (f"/pipeline/issues/{R1_ISSUE}/change/", 405),
     "issues:of_request": ("/pipeline/issues/of-request/R1/", 200),
     "alerts:log": ("/alerts/", 200),
+    # No export nor queue on this ledger: tests/test_datasets.py and test_review_queues.py.
+    "datasets:run": ("/datasets/runs/999/", 404),
+    "sessions:prefer": ("/sessions/S1/turns/T1/prefer/", 405),
+    "review:index": ("/review/", 200),
+    "review:new": ("/review/new/", 405),
+    "review:queue": ("/review/999/", 404),
+    "review:next": ("/review/999/next/", 405),
+    "review:reopen": ("/review/999/reopen/", 405),
+    "review:item": ("/review/999/items/1/", 404),
 }
 CHART_URLS = [
     (f"/pipeline/charts/{slug}/?since={T0 - 3_600_000}&until={T0 + 3_600_000}", 200)
