@@ -82,9 +82,10 @@ $(DEMO_LEDGER): | setup
 	@mkdir -p var
 	SECRET_KEY=x DEBUG=1 $(MANAGE) ledger_demo $@
 
+# The demo admin's password is printed last, framed, with the address: once the server answers,
+# after its start-up lines (demo_admin --wait).
 demo: setup $(DEMO_LEDGER) migrate
-	SECRET_KEY=$$(cat var/secret-key) $(MANAGE) demo_admin
-	$(MAKE) --no-print-directory serve
+	$(MAKE) --no-print-directory serve ANNOUNCE_DEMO_ADMIN=1
 
 # The background process (ledger_background: the charts' hourly summaries, the health checks and
 # the other registered jobs) runs beside gunicorn and ends with it, so that no page view pays for
@@ -92,10 +93,12 @@ demo: setup $(DEMO_LEDGER) migrate
 serve: migrate
 	@echo "Serving $(LEDGER_DB) on http://$(HOST):$(PORT)/"
 	SECRET_KEY=$$(cat var/secret-key) $(MANAGE) ledger_background & background=$$!; \
-	trap 'kill $$background 2>/dev/null' EXIT INT TERM; \
 	HTTPS=0 SECRET_KEY=$$(cat var/secret-key) $(BIN)/gunicorn ledgerweb.wsgi \
-	  --bind $(HOST):$(PORT) --workers 2 --access-logfile - --timeout 30; \
-	status=$$?; kill $$background 2>/dev/null; exit $$status
+	  --bind $(HOST):$(PORT) --workers 2 --access-logfile - --timeout 30 & server=$$!; \
+	trap 'kill $$background $$server 2>/dev/null' EXIT INT TERM; \
+	$(if $(ANNOUNCE_DEMO_ADMIN),SECRET_KEY=$$(cat var/secret-key) $(MANAGE) demo_admin \
+	  --url http://$(HOST):$(PORT)/ --wait --server-pid $$server;) \
+	wait $$server; status=$$?; kill $$background 2>/dev/null; exit $$status
 
 # The tests of what ledgerweb keeps in its own database (rollups, charts, search, admin, sign-in
 # and lockouts, health, overview) run a second time with that database on a throwaway

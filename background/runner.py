@@ -116,3 +116,8 @@ class LedgerWatch:
 def statuses() -> list[JobStatus]:
     """What each background job last did for this ledger."""
     return list(JobStatus.objects.filter(ledger=ledger_identity()))
+
+
+def status_of(name: str) -> JobStatus | None:
+    """What one background job last did for this ledger (None: it never ran for it)."""
+    return JobStatus.objects.filter(ledger=ledger_identity(), name=name).first()

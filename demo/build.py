@@ -14,6 +14,7 @@ from ledgerfacts.schema import create_indexes, create_ledger
 
 from .agents import PrimarySpec, write_primary_session
 from .context import DemoContext
+from .marker import DEMO_APPLICATION_ID
 from .personas import PERSONA_WEIGHTS, PERSONAS, Address
 from .pipeline import write_extra_requests, write_processing_requests
 from .plan import Script
@@ -89,6 +90,7 @@ def _build(tmp: Path, seed: int, scale: float, extra_scale: float, now: int,
         create_indexes(conn)
         conn.commit()
         conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA application_id = {DEMO_APPLICATION_ID}")  # demo/live.py
         return dict(sink.counts)
     finally:
         conn.close()

@@ -6,6 +6,7 @@ from django.views.decorators.csp import csp_override
 from django.views.decorators.http import require_GET
 
 from background import lock as background
+from background.runner import status_of as background_status
 from ledgerweb import downloads
 from ledgerweb.http import respond, wants_json
 from ledgerweb.params import answers_bad_parameters, choice, cursor, sqlite_number, strict
@@ -154,6 +155,8 @@ def _dashboard_page(request: HttpRequest, filters) -> HttpResponse:
         # Said here for the window; a chart that leaves hours out says which in its card.
         "summarising": filters.summarising(),
         "summariser_running": background.running(),
+        # Its last step for this ledger, and its failure if the last step failed.
+        "summariser": background_status("summarise"),
     }
     return render(request, "pipeline/dashboard.html", ctx)
 

@@ -75,16 +75,37 @@ def test_ledger_init_refuses_a_file_that_is_not_sqlite(tmp_path):
 
 
 @pytest.mark.django_db
+def test_demo_admin_prints_the_password_last_framed_with_the_address():
+    """It was one line among dozens of setup lines (issue 27, item 9)."""
+    said = run("demo_admin", "--url", "http://127.0.0.1:8123/").rstrip("\n").splitlines()
+    box = said[-5:]
+    assert box[0].startswith("╔") and box[-1].startswith("╚")
+    assert all(line.startswith("║ ") and line.endswith(" ║") for line in box[1:-1])
+    assert len({len(line) for line in box}) == 1  # a closed frame
+    assert "ledgerweb is ready: http://127.0.0.1:8123/" in box[1]
+    assert "Sign in as admin with the password " in box[2]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_demo_admin_waits_for_the_server_then_prints(live_server):
+    """make demo starts the server, then demo_admin --wait prints once the site answers: the
+    box comes after the server's start-up lines."""
+    out = run("demo_admin", "--url", live_server.url + "/", "--wait")
+    assert f"ledgerweb is ready: {live_server.url}/" in out
+
+
+@pytest.mark.django_db
 def test_demo_admin_is_created_once_and_never_overwritten():
     first = run("demo_admin")
-    assert "Created the demo admin: admin / " in first
-    password = first.split("admin / ", 1)[1].split()[0]
+    assert "Sign in as admin with the password " in first
+    password = first.split("with the password ", 1)[1].split()[0]
     user = get_user_model().objects.get(username="admin")
     assert user.is_superuser and user.check_password(password)
     assert list(user.groups.values_list("name", flat=True)) == ["admin"]
 
     second = run("demo_admin")
-    assert "already exists; its password is unchanged" in second
+    assert "its password was shown when it was created" in second
+    assert "manage.py changepassword admin" in second
     user.refresh_from_db()
     assert user.check_password(password)
 

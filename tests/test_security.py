@@ -215,7 +215,7 @@ def test_the_demo_admin_password_is_new_for_every_install(django_user_model):
     for _ in range(2):  # two installs: create the admin, then start again from an empty database
         out = StringIO()
         call_command("demo_admin", stdout=out)
-        passwords.append(out.getvalue().split("admin / ", 1)[1].split()[0])
+        passwords.append(out.getvalue().split("with the password ", 1)[1].split()[0])
         django_user_model.objects.filter(username="admin").delete()
     assert passwords[0] != passwords[1]
     assert all(len(p) >= 16 for p in passwords)  # 12 random bytes, not a word to guess

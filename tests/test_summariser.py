@@ -71,6 +71,32 @@ def test_with_a_summariser_running_pages_build_no_hours_and_say_it_summarises(
     assert not lock.running()
 
 
+def test_without_a_background_process_the_dashboard_says_so_and_how_to_start_one(
+    viewer_client, ledger, monkeypatch
+):
+    messy_requests(ledger)
+    monkeypatch.setattr(rollups, "BUILD_BUDGET_S", 0)  # pages summarise nothing here
+    assert not lock.running()
+    page = re.sub(r"\s+", " ", viewer_client.get(f"/pipeline/?{WINDOW}").content.decode())
+    assert "No background process works for this ledger" in page
+    assert "manage.py ledger_background</code> with this <code>LEDGER_DB" in page
+
+
+def test_a_failing_summariser_is_said_on_the_dashboard(viewer_client, ledger):
+    from background.models import JobStatus
+    from ledgerweb.db import ledger_identity
+
+    messy_requests(ledger)
+    failed = "OperationalError: database is locked"
+    JobStatus.objects.create(
+        ledger=ledger_identity(), name="summarise", last_error_at=now_ms(), last_error=failed
+    )
+    with lock.holding_lock():
+        page = re.sub(r"\s+", " ", viewer_client.get(f"/pipeline/?{WINDOW}").content.decode())
+    assert "The background process could not summarise this ledger" in page
+    assert "database is locked" in page and "It tries again every minute" in page
+
+
 def test_the_summariser_builds_every_hour_then_the_charts_read_them_from_the_store(
     viewer_client, ledger
 ):
