@@ -9,7 +9,11 @@ Python), never against another page.
 
 import json
 import math
+import os
 import re
+import shutil
+import subprocess
+import sys
 from io import StringIO
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -407,3 +411,268 @@ def test_journey_4_the_slowest_stages_p95_leads_to_the_requests_above_it(
         float(t.replace(",", "").removesuffix(" ms")) for t in shown.all_inner_texts()
     ] == above[:50]
     assert_fits(page, width)
+
+
+# -- Journey 2: choose a fork point visually ------------------------------------------------------
+
+
+@pytest.fixture
+def branching(ledger):
+    """The samples, and Claude Code transcripts of the same project with a rewind (branches) and
+    a compaction, imported the same way."""
+    import_samples(CLAUDE_FIXTURES / "rewind.jsonl", CLAUDE_FIXTURES / "compaction.jsonl")
+    return ledger
+
+
+def path_to(ledger, turn_id: str) -> list[str]:
+    """The turn's thread from its root, by SQL."""
+    found = rows(
+        ledger,
+        """WITH RECURSIVE up(id, depth) AS (SELECT ?, 0 UNION
+        SELECT t.parent_turn_id, up.depth + 1 FROM turns t JOIN up ON t.id = up.id
+        WHERE t.parent_turn_id IS NOT NULL) SELECT id FROM up ORDER BY depth DESC""",
+        turn_id,
+    )
+    return [turn for (turn,) in found]
+
+
+def test_journey_2_choose_a_fork_point(page, live_server, operator, branching, sign_in, width):
+    story = branching
+    sign_in("otto", next_url="/sessions/")
+    # 1. The list, by persona and channel, by activity: the sessions SQL finds.
+    page.select_option("#f-persona", "claude-code")
+    expect(page).to_have_url(re.compile(r"persona=claude-code"))
+    page.select_option("#f-channel", "shop")
+    expect(page).to_have_url(re.compile(r"channel=shop"))
+    page.select_option("#f-sort", "activity")
+    expected = [s for (s,) in rows(story, "SELECT id FROM sessions WHERE persona = 'claude-code'"
+                                          " AND routing_key LIKE 'shop:%'"
+                                          " ORDER BY updated_at DESC, id DESC")]  # fmt: skip
+    links = page.locator("table.sessions tbody a.label")
+    expect(links).to_have_count(len(expected))
+    assert [h.split("/")[2] for h in (a.get_attribute("href") for a in links.all())] == expected
+    assert_fits(page, width)
+    # The one with branches: a turn with two children.
+    session_id, point = rows(
+        story,
+        """SELECT t.session_id, t.id FROM turns t
+        WHERE (SELECT count(*) FROM turns c WHERE c.parent_turn_id = t.id) > 1 LIMIT 1""",
+    )[0]
+    page.locator(f"table.sessions a.label[href='/sessions/{session_id}/']").click()
+
+    # 2. Every turn a row, the branch point labelled, the siblings told apart, the head marked.
+    turns = [t for (t,) in rows(story, "SELECT id FROM turns WHERE session_id = ?", session_id)]
+    expect(page.locator(".tree-row[data-turn]")).to_have_count(len(turns))
+    children = [c for (c,) in rows(story, "SELECT id FROM turns WHERE parent_turn_id = ?"
+                                          " ORDER BY started_at, id", point)]  # fmt: skip
+    expect(page.locator(f"#turn-{point} .mark-branch")).to_have_text(
+        re.compile(rf"^{len(children)} (answers|branches)$")
+    )
+    previews = [page.locator(f"#turn-{c} .preview").inner_text() for c in children]
+    assert len(set(previews)) == len(children), previews  # told apart by what they say
+    head = one(story, "SELECT current_turn_id FROM sessions WHERE id = ?", session_id)
+    expect(page.locator(f"#turn-{head} .mark-head")).to_have_count(1)
+    # Keys (a desktop's): from the head up to the branch point and across its branches.
+    if width > 500:
+        page.locator(f"#turn-{head}").click()
+        for _ in path_to(story, head)[path_to(story, head).index(point) + 1 :]:
+            page.keyboard.press("h")
+        expect(page.locator(f"#turn-{point}")).to_have_class(re.compile("cursor"))
+        page.keyboard.press("l")
+        expect(page.locator(f"#turn-{children[0]}")).to_have_class(re.compile("cursor"))
+        page.keyboard.press("]")
+        expect(page.locator(f"#turn-{children[1]}")).to_have_class(re.compile("cursor"))
+
+    # 3. Two rows compared: their common ancestor, each side's turns and tokens after it.
+    a, b = children[0], children[1]
+    page.locator(f"#turn-{a}").click()
+    expect(page.locator(f"#turn-{a}")).to_have_class(re.compile("selected"))
+    page.locator(f"#turn-{b}").click(modifiers=["Shift"])
+    expect(page).to_have_url(re.compile(rf"/sessions/{session_id}/compare/\?a=.*&b="))
+    ancestor = page.locator(".compare-ancestor")
+    expect(ancestor.locator(f"a[href='/sessions/{session_id}/turns/{point}/']")).to_have_count(1)
+    for side, turn in (("A", a), ("B", b)):
+        tokens = one(story, "SELECT coalesce(sum(total_tokens), 0) FROM turns WHERE id = ?", turn)
+        calls = one(story, "SELECT count(*) FROM tool_calls WHERE turn_id = ?", turn)
+        totals = page.locator(".compare-side", has_text=f"{side}: {turn}").locator(
+            ".compare-totals"
+        )
+        expect(totals).to_contain_text(f"1 turn after the common ancestor · {tokens:,} tokens")
+        expect(totals).to_contain_text(f"{calls} tool call")
+    assert_fits(page, width)
+
+    # 4. The thread at the head: its context, then a fork there; the fork shows the turns it
+    # inherits, the origin says it was forked there, and the thread exports as chat messages.
+    page.goto(f"{live_server.url}/sessions/{session_id}/turns/{head}/")
+    page.get_by_role("link", name="Thread & fork point").click()
+    expect(page.locator("h1")).to_have_text("Thread & fork point")
+    thread = path_to(story, head)
+    expect(page.locator(".page-head")).to_contain_text(f"The {len(thread)} turns from the root")
+    page.fill("#fork-label", "Try the other total")
+    page.get_by_role("button", name="Fork a new session here").click()
+    expect(page.locator("h1")).to_contain_text("Try the other total")
+    fork_id = one(story, "SELECT id FROM sessions WHERE label = 'Try the other total'")
+    assert one(story, "SELECT current_turn_id FROM sessions WHERE id = ?", fork_id) == head
+    expect(page.locator(".tree-row.inherited")).to_have_count(len(thread))
+    page.goto(f"{live_server.url}/sessions/{session_id}/turns/{head}/")
+    forked = page.locator("#panel .forks-here")
+    expect(forked).to_contain_text("forked 1× here")
+    expect(forked.locator(f"a[href='/sessions/{fork_id}/']")).to_have_count(1)
+    exported = page.request.get(f"{live_server.url}/sessions/{session_id}/turns/{head}/export.json")
+    messages = one(story, f"SELECT count(*) FROM messages WHERE turn_id IN"
+                          f" ({', '.join('?' for _ in thread)})", *thread)  # fmt: skip
+    said = [m for m in exported.json()["messages"] if m.get("role") in ("user", "assistant")]
+    assert len(said) >= messages > 0
+    assert_fits(page, width)
+
+
+# -- Journey 3: keep the ledger tidy (admin) ------------------------------------------------------
+
+
+def test_journey_3_archive_idle_sessions_restore_one_and_read_the_health_page(
+    page, live_server, operator, admin_user, viewer, ledger, sign_in, width
+):
+    from django.contrib.admin.models import LogEntry
+
+    import_samples()
+    ledger.session(id="TODAY", label="Today's chat", updated_at=now_ms())
+    ledger.request(id="01JSTUCK0001", status="processing", stage="runAgent",
+                   started_at=now_ms() - 2 * H, completed_at=None)  # fmt: skip
+    before = dict(rows(ledger, "SELECT id, updated_at FROM sessions"))
+    idle = [s for (s,) in rows(ledger, "SELECT id FROM sessions WHERE status = 'active'"
+                                       " AND updated_at < ? ORDER BY updated_at, id",
+                               now_ms() - 30 * 24 * H)]  # fmt: skip
+    assert len(idle) == len(before) - 1  # every imported session is months old
+    sign_in("otto", next_url="/admin/conversations/session/")
+    # 1. Archive those idle for more than 30 days, after a preview of each.
+    page.get_by_role("link", name="Archive idle sessions…").click()
+    page.fill("#days", "30")
+    page.get_by_role("button", name="Preview").click()
+    preview = page.locator("table.session-preview tbody tr")
+    expect(preview).to_have_count(len(idle))
+    for row, session_id in zip(preview.all(), idle, strict=True):  # longest idle first
+        expect(row).to_contain_text(session_id)
+        label = one(ledger, "SELECT label FROM sessions WHERE id = ?", session_id)
+        expect(row).to_contain_text((label or "(no label)")[:30])
+    assert_fits(page, width)
+    page.get_by_role("button", name=f"Archive {len(idle)} sessions").click()
+    expect(page.locator(".messagelist")).to_contain_text(f"Archived {len(idle)} sessions")
+    statuses = dict(rows(ledger, "SELECT id, status FROM sessions"))
+    assert {s for s, status in statuses.items() if status == "archived"} == set(idle)
+    assert dict(rows(ledger, "SELECT id, updated_at FROM sessions")) == before
+    logged = LogEntry.objects.filter(object_id__in=idle)
+    assert {(e.object_id, e.user.username) for e in logged} == {(s, "otto") for s in idle}
+
+    # 2. Restore one: active again, its idle time still said.
+    restored = idle[0]
+    page.goto(f"{live_server.url}/admin/conversations/session/?status__exact=archived")
+    page.locator("#result_list tr", has_text=restored).locator("input.action-select").check()
+    page.select_option("select[name=action]", "restore")
+    page.get_by_role("button", name=re.compile("Run|Go")).click()
+    page.get_by_role("button", name="Yes, set 1 to active").click()
+    expect(page.locator(".messagelist")).to_contain_text("1 session set to active")
+    assert one(ledger, "SELECT status FROM sessions WHERE id = ?", restored) == "active"
+    page.goto(f"{live_server.url}/admin/conversations/session/?status__exact=active")
+    row = page.locator("#result_list tr", has_text=restored)
+    expect(row.locator("td.field-last_activity .idle")).to_contain_text("year")
+    assert dict(rows(ledger, "SELECT id, updated_at FROM sessions")) == before
+
+    # 3. A viewer browses, and every operator action is refused by the server.
+    counts = {t: one(ledger, f"SELECT count(*) FROM {t}") for t in ("sessions", "turns")}
+    page.context.clear_cookies()
+    sign_in("vera", next_url="/sessions/?status=all")
+    expect(page.locator("table.sessions tbody a.label")).to_have_count(len(before))
+    # (A tab of its own: Chromium logs a refused page's 403 as a console error.)
+    refused_page = page.context.new_page()
+    refused_page.goto(f"{live_server.url}/admin/conversations/session/archive-idle/?days=30")
+    expect(refused_page.locator("h1")).to_contain_text("not for your role")
+    expect(refused_page.locator("main")).to_contain_text("operator")
+    refused_page.close()
+    session_id, head = rows(ledger, "SELECT id, current_turn_id FROM sessions"
+                                    " WHERE current_turn_id IS NOT NULL LIMIT 1")[0]  # fmt: skip
+    page.goto(f"{live_server.url}/sessions/{session_id}/turns/{head}/thread/")
+    token = page.locator("input[name=csrfmiddlewaretoken]").first.get_attribute("value")
+    refused = page.request.post(f"{live_server.url}/sessions/{session_id}/turns/{head}/fork/",
+                                form={"label": "sneaky", "csrfmiddlewaretoken": token},
+                                headers={"Referer": page.url})  # fmt: skip
+    assert refused.status == 403
+    assert counts == {t: one(ledger, f"SELECT count(*) FROM {t}") for t in counts}
+
+    # 4. The health page: every check with its result, each finding counted with examples.
+    page.context.clear_cookies()
+    sign_in("ada", next_url="/health/?run=1")
+    checks = page.locator("table.health tbody tr")
+    expect(checks.first).to_be_visible()
+    assert checks.count() >= 10
+    stuck = page.locator("table.health tbody tr", has_text="always finalized")
+    count = one(ledger, "SELECT count(*) FROM nexus_requests WHERE status = 'processing'"
+                        " AND started_at < ?", now_ms() - 30 * MINUTE)  # fmt: skip
+    expect(stuck.locator("td.num")).to_have_text(str(count))
+    expect(stuck.locator("a[href='/pipeline/requests/01JSTUCK0001/']")).to_have_count(1)
+    expect(page.locator(".page-head")).to_contain_text("checked")
+    failing = page.locator("table.health tbody tr:not(.passed)")
+    expect(page.locator(".health-summary")).to_contain_text(re.compile(r"problems? found"))
+    assert failing.count() >= 1
+    assert_fits(page, width)
+
+
+# -- Journey 5: bring history in -----------------------------------------------------------------
+
+
+def manage(*args, env_extra=None) -> subprocess.CompletedProcess:
+    """manage.py as a person runs it in a fresh checkout: no SECRET_KEY in the environment."""
+    unset = ("SECRET_KEY", "DJANGO_SETTINGS_MODULE")
+    env = {k: v for k, v in os.environ.items() if k not in unset} | (env_extra or {})
+    command = [sys.executable, "manage.py", *args]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_journey_5_bring_history_in(page, live_server, viewer, ledger, sign_in, width, tmp_path):
+    """`ledger_import claude-code ~/.claude/projects` (here a projects folder holding the sample
+    transcripts and a transcript with a subagent and a compaction) and Codex's sessions, then
+    the sessions, their subagents and compactions are there; a second import adds nothing."""
+    projects = tmp_path / "projects"
+    shutil.copytree(SAMPLES / "claude-code", projects / "-Users-chip-dev-ai-music",
+                    ignore=shutil.ignore_patterns("LICENSE*"))  # fmt: skip
+    shop = projects / "-home-ada-shop"
+    shop.mkdir()
+    shutil.copy(CLAUDE_FIXTURES / "subagent.jsonl", shop)
+    shutil.copytree(CLAUDE_FIXTURES / "subagent", shop / "subagent")
+    shutil.copy(CLAUDE_FIXTURES / "compaction.jsonl", shop)
+    target = str(settings.LEDGER_DB)
+    first = manage("ledger_import", "claude-code", str(projects), "--ledger", target)
+    assert first.returncode == 0, first.stderr
+    codex = manage("ledger_import", "codex", str(SAMPLES / "codex"), "--ledger", target)
+    assert codex.returncode == 0, codex.stderr
+    sessions = one(ledger, "SELECT count(*) FROM sessions")
+    claude = one(ledger, "SELECT count(*) FROM sessions WHERE persona = 'claude-code'")
+    assert f"sessions: {claude} added, 0 already there" in first.stdout
+    claude_turns = "SELECT t.id FROM turns t JOIN sessions s ON s.id = t.session_id"
+    claude_turns += " WHERE s.persona = 'claude-code'"
+    for table, where in (("turns", "id"), ("messages", "turn_id"), ("tool_calls", "turn_id")):
+        added = one(ledger, f"SELECT count(*) FROM {table} WHERE {where} IN ({claude_turns})")
+        assert f"{table}: {added} added, 0 already there" in first.stdout, table
+
+    # The server shows them: every session in the list, a subagent under its parent, compactions.
+    sign_in("vera", next_url="/sessions/?status=all")
+    expect(page.locator("table.sessions tbody a.label")).to_have_count(sessions)
+    assert_fits(page, width)
+    parent, subagent = rows(ledger, "SELECT substr(routing_key, 10, instr(substr(routing_key, 10),"
+                                    " ':') - 1), id FROM sessions"
+                                    " WHERE routing_key LIKE 'subagent:%' LIMIT 1")[0]  # fmt: skip
+    page.goto(f"{live_server.url}/sessions/{parent}/")
+    expect(page.locator(f"a[href='/sessions/{subagent}/']").first).to_be_attached()
+    compacted = rows(ledger, "SELECT t.session_id, c.turn_id FROM compactions c"
+                             " JOIN turns t ON t.id = c.turn_id")  # fmt: skip
+    assert compacted
+    session_id, turn_id = compacted[0]
+    page.goto(f"{live_server.url}/sessions/{session_id}/")
+    expect(page.locator(f"#turn-{turn_id} .mark-compaction")).to_have_count(1)
+
+    # A second import adds nothing.
+    tables = ("sessions", "turns", "messages", "tool_calls")
+    counts = {t: one(ledger, f"SELECT count(*) FROM {t}") for t in tables}
+    again = manage("ledger_import", "claude-code", str(projects), "--ledger", target)
+    assert again.returncode == 0, again.stderr
+    assert "sessions: 0 added" in again.stdout and "turns: 0 added" in again.stdout
+    assert counts == {t: one(ledger, f"SELECT count(*) FROM {t}") for t in counts}
