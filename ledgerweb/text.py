@@ -241,6 +241,16 @@ def plain_words(text, limit: int = 300) -> str:
     return first_line(" ".join(found), limit)
 
 
+def plain_lines(text: str) -> str:
+    """Markdown as its words, line by line: what a search snippet of a message shows (headings,
+    quotes, list marks, emphasis, code ticks and link syntax dropped; fences, rules and table
+    separator rows gone). For a short piece of text: each line is read by regular expressions."""
+    if not isinstance(text, str):
+        return ""
+    kept = (_plain_line(line) for line in text.splitlines() if not _NO_TEXT.match(line))
+    return "\n".join(words for words in kept if words)
+
+
 def _plain_line(line: str) -> str:
     line = _LINE_PREFIX.sub("", line)
     if line.lstrip().startswith("|"):  # a table row: its cells

@@ -9,6 +9,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from ledgerweb import sqlite
+from ledgerweb.text import plain_lines
 from search import engine, indexer
 from search.ids import page_url, turn_url
 from search.query import Query
@@ -311,7 +312,7 @@ def _hit(query: Query, read: _Found, fields: list[str]) -> Hit:
         turn_id,
         None if row.status is None else str(row.status),
         row.at,
-        snippet(text, query),
+        snippet(text, query, readable_for(kind, fields[0])),
         _hit_url(kind, str(row.id), session_id, turn_id),
         None if row.turn_status is None else str(row.turn_status),
     )
@@ -354,17 +355,32 @@ def _grouped(hits: list[Hit]) -> list[Group]:
     return list(groups.values())
 
 
-def snippet(text: str, query: Query) -> SafeString:
+def snippet(text: str, query: Query, readable=None) -> SafeString:
     """A window of the text around its first marked word, escaped, with the query's words (or
-    the parts of a Chinese or Japanese run it names) in <mark> (the only markup that is ours)."""
+    the parts of a Chinese or Japanese run it names) in <mark> (the only markup that is ours).
+
+    `readable` turns the text into what a person reads (JSON escapes decoded, Markdown's markup
+    dropped): it is given a wider window of the text, cut again around the mark."""
+    if readable is None:
+        return _window(text, query)
+    start, end = _around(text, query, 2 * SNIPPET_BEFORE, 2 * SNIPPET_AFTER)
+    return _window(readable(text[start:end]), query, start > 0, end < len(text))
+
+
+def _around(text: str, query: Query, before: int, after: int) -> tuple[int, int]:
+    """Where the window of the text around its first marked word starts and ends."""
     first = None
     for word in SEGMENT.finditer(text):
         spans = query.marks(word.group())
         if spans:
             first = (word.start() + spans[0][0], word.start() + spans[0][1])
             break
-    start = 0 if first is None else max(0, first[0] - SNIPPET_BEFORE)
-    end = (first[1] if first else 0) + SNIPPET_AFTER
+    start = 0 if first is None else max(0, first[0] - before)
+    return start, (first[1] if first else 0) + after
+
+
+def _window(text: str, query: Query, cut_before=False, cut_after=False) -> SafeString:
+    start, end = _around(text, query, SNIPPET_BEFORE, SNIPPET_AFTER)
     window = text[start:end]
     parts, done = [], 0
     for word in SEGMENT.finditer(window):
@@ -375,4 +391,43 @@ def snippet(text: str, query: Query) -> SafeString:
             done = to
     parts.append(escape(window[done:]))
     body = re.sub(r"\s+", " ", "".join(parts)).strip()
-    return mark_safe(("… " if start else "") + body + (" …" if end < len(text) else ""))
+    before = "… " if start or cut_before else ""
+    return mark_safe(before + body + (" …" if end < len(text) or cut_after else ""))
+
+
+# A JSON string escape: a surrogate pair, one \uXXXX, or one of the short ones.
+_ESCAPE = re.compile(
+    r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|\\u([0-9a-fA-F]{4})|\\([\"\\/bfnrt])"
+)
+_SHORT = {'"': '"', "\\": "\\", "/": "/", "b": " ", "f": " ", "n": "\n", "r": "\n", "t": "\t"}
+
+
+def json_text(text: str) -> str:
+    """A JSON value's text with its string escapes decoded: a tool's result holding "\\u2014"
+    reads "—", one holding "\\n" a line break (a lone surrogate reads as �)."""
+
+    def decoded(m: re.Match) -> str:
+        if m.group(1):
+            high, low = int(m.group(1), 16), int(m.group(2), 16)
+            return chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+        if m.group(3):
+            code = int(m.group(3), 16)
+            return "\ufffd" if 0xD800 <= code <= 0xDFFF else chr(code)
+        return _SHORT[m.group(4)]
+
+    return _ESCAPE.sub(decoded, text)
+
+
+# How each kind of hit's text reads (search/indexer.py's field names): a tool's parameters and
+# result are JSON, a message or a compaction's summary Markdown.
+READABLE = {
+    ("tool_call", "parameters"): json_text,
+    ("tool_call", "result"): json_text,
+    ("message", None): plain_lines,
+    ("compaction", None): plain_lines,
+}
+
+
+def readable_for(kind: str, field: str):
+    return READABLE.get((kind, field)) or READABLE.get((kind, None))

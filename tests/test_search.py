@@ -257,6 +257,20 @@ def test_an_id_shared_by_several_rows_lists_them(viewer_client, ledger):
     assert page.status_code == 200 and b'href="/pipeline/requests/R2/"' in page.content
 
 
+def test_snippets_read_as_text_not_as_json_escapes_or_markdown(viewer_client, ledger):
+    """A tool result is JSON text: its "\\u2014" is a dash and its "\\n" a line break; a
+    message is Markdown: its **, ## and [link](url) are not words a person reads."""
+    t = ledger.turn(ledger.session(id="S1"), id="T1")
+    ledger.message(t, 1, id="M1", role="assistant",
+                   content="## Plan\n\nThe **kumquat** step \u2014 see [the docs](https://x.test/a)")
+    ledger.tool_call(t, 1, id="C1", parameters="{}",
+                     result=json.dumps({"out": "kumquat \u2014 done\nnext: \"quoted\" \U0001f600"}))
+    found = {h["id"]: h["snippet"] for h in hits(search(viewer_client, "kumquat"))}
+    assert found["M1"] == "Plan The <mark>kumquat</mark> step \u2014 see the docs"
+    assert "\\u2014" not in found["C1"] and "\\n" not in found["C1"]
+    assert "<mark>kumquat</mark> \u2014 done next: &quot;quoted&quot; \U0001f600" in found["C1"]
+
+
 @pytest.mark.parametrize("pasted", ["01m8d38k5hy0yk89zr480nqmbp", "01M8D38K5HY0YK89ZR480NQMBP"])
 def test_an_id_pasted_in_another_case_finds_its_row(viewer_client, ledger, pasted):
     """ULIDs are written in capitals and read the same in any case; a uuid in small letters."""
