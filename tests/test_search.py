@@ -261,10 +261,20 @@ def test_snippets_read_as_text_not_as_json_escapes_or_markdown(viewer_client, le
     """A tool result is JSON text: its "\\u2014" is a dash and its "\\n" a line break; a
     message is Markdown: its **, ## and [link](url) are not words a person reads."""
     t = ledger.turn(ledger.session(id="S1"), id="T1")
-    ledger.message(t, 1, id="M1", role="assistant",
-                   content="## Plan\n\nThe **kumquat** step \u2014 see [the docs](https://x.test/a)")
-    ledger.tool_call(t, 1, id="C1", parameters="{}",
-                     result=json.dumps({"out": "kumquat \u2014 done\nnext: \"quoted\" \U0001f600"}))
+    ledger.message(
+        t,
+        1,
+        id="M1",
+        role="assistant",
+        content="## Plan\n\nThe **kumquat** step \u2014 see [the docs](https://x.test/a)",
+    )
+    ledger.tool_call(
+        t,
+        1,
+        id="C1",
+        parameters="{}",
+        result=json.dumps({"out": 'kumquat \u2014 done\nnext: "quoted" \U0001f600'}),
+    )
     found = {h["id"]: h["snippet"] for h in hits(search(viewer_client, "kumquat"))}
     assert found["M1"] == "Plan The <mark>kumquat</mark> step \u2014 see the docs"
     assert "\\u2014" not in found["C1"] and "\\n" not in found["C1"]
