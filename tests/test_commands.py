@@ -90,6 +90,11 @@ def test_demo_admin_prints_the_password_last_framed_with_the_address():
 def test_demo_admin_waits_for_the_server_then_prints(live_server):
     """make demo starts the server, then demo_admin --wait prints once the site answers: the
     box comes after the server's start-up lines."""
+    from django.contrib.auth.models import Group, Permission
+
+    from ledgerweb.roles import sync_roles
+
+    sync_roles(Group, Permission)  # a transactional test flushed the migration's groups
     out = run("demo_admin", "--url", live_server.url + "/", "--wait")
     assert f"ledgerweb is ready: {live_server.url}/" in out
 
