@@ -155,6 +155,7 @@ soak: setup
 # summaries built once into a database of its own, ~15 minutes the first time).
 bench: $(VENV)/.installed-bench postgres
 	$(PY) -m bench.scale_bench --write-doc $(BENCH_ARGS)
+	$(PY) -m bench.tree_pages --write-doc
 	$(PY) -m bench.rollup_checks --write-doc
 	$(PY) -m bench.first_look --write-doc
 	$(PY) -m bench.search_bench --write-doc

@@ -171,7 +171,9 @@ def tree_page(
     else:
         start = min(first_line - 1, max(0, len(shown) - 1))  # past the end: the last line
 
-    next_sibling = _next_siblings(layout)
+    if session_tree.next_sibling is None:  # kept with the tree: a pass over every turn
+        session_tree.next_sibling = _next_siblings(layout)
+    next_sibling = session_tree.next_sibling
     gutters = Gutters(layout.lane_count)
     items = []
     for line, entry in enumerate(shown[start : start + per_page], start=start + 1):
@@ -285,6 +287,7 @@ def hoisted(session_tree: SessionTree, hoist_id: str | None) -> SessionTree:
         marked=None,
         views={},
         hoists={},
+        next_sibling=None,
     )
     if len(session_tree.hoists) >= KEPT_HOISTS:
         session_tree.hoists.pop(next(iter(session_tree.hoists)))
