@@ -49,6 +49,10 @@ IMPORTED_TURN_SQL = """SELECT t.session_id, t.id FROM turns t JOIN sessions s ON
     AND EXISTS (SELECT 1 FROM messages m WHERE m.turn_id = t.id AND m.created_at >
                 (SELECT min(c.started_at) FROM tool_calls c WHERE c.turn_id = t.id))
   ORDER BY (SELECT count(*) FROM tool_calls c WHERE c.turn_id = t.id) DESC, t.id LIMIT 1"""
+# Its branch point with the most branches (issue 28: every answer there side by side).
+BRANCH_POINT_SQL = """SELECT parent_turn_id FROM turns WHERE session_id = ?
+  AND parent_turn_id IS NOT NULL GROUP BY parent_turn_id HAVING count(*) > 1
+  ORDER BY count(*) DESC, parent_turn_id LIMIT 1"""
 # The newest failed request that ran a turn.
 REQUEST_SQL = """SELECT id FROM nexus_requests WHERE status = 'failed' AND turn_id IS NOT NULL
   ORDER BY started_at DESC LIMIT 1"""
@@ -74,6 +78,7 @@ def pages(ledger: Path) -> tuple[list, list]:
     failed_turn = f"/sessions/{session}/turns/{one(FAILED_TURN_SQL, session)}/"
     thread = f"/sessions/{session}/turns/{one(THREAD_TURN_SQL, session)}/thread/"
     request = f"/pipeline/requests/{one(REQUEST_SQL)}/"
+    point = one(BRANCH_POINT_SQL, session)
     failed_requests = "/pipeline/requests/?status=failed"
     imported = db.execute(IMPORTED_TURN_SQL).fetchone()
     imported_turn = f"/sessions/{imported[0]}/turns/{imported[1]}/" if imported else None
@@ -83,6 +88,8 @@ def pages(ledger: Path) -> tuple[list, list]:
         ("overview", "/", 900),
         ("session-list", "/sessions/", 900),
         ("session-tree", f"/sessions/{session}/", 1000),
+        ("branch-point", f"/sessions/{session}/turns/{point}/branches/", 900),
+        ("session-tree-hoisted", f"/sessions/{session}/?hoist={point}", 1000),
         ("turn-panel", failed_turn, 1000),
         ("thread", thread, 1000),
         ("request-list", failed_requests, 900),
