@@ -65,11 +65,11 @@ other 7. After a commit the session page lays out its 5,184-turn tree again: on 
 through the importers' writer session by session, one transaction each (8,600 rows/s on a quiet
 machine; 11,300 in an earlier run, on a busier machine but before every table had the rowid
 column and unique index search needs, rowids.sql: likely the difference, not measured apart).
-The chart hours took ~3.5 times as long to build on PostgreSQL (not profiled). Before this
-bench found them, three things made a PostgreSQL ledger far slower or broken (docs/decisions.md): lists of ids read
-with json_each scanned whole tables (~75 ms a query), the JSON functions failed in parallel
-plans (no chart hour could be built), and the census read every row (2.6 s a chart after a
-commit).
+The chart hours took ~3.5 times as long to build on PostgreSQL (not profiled). Before this bench
+found them, three things made a PostgreSQL ledger far slower or broken (docs/decisions.md):
+lists of ids read with json_each scanned whole tables (~75 ms a query), the JSON functions
+failed in parallel plans (no chart hour could be built), and the census read every row (2.6 s a
+chart after a commit).
 """
 
 
