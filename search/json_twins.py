@@ -25,6 +25,8 @@ def search(ctx: dict) -> dict:
                 for n in notes.hits
             ],
         },
+        # A query of marks alone (label:… thumb:…): the turns so marked.
+        "marked": ctx.get("marked"),
         # With an annotation filter the matches are not counted ahead (search/views.py).
         "counted": not ctx.get("uncounted", False),
         "query": form.as_query(),

@@ -15,7 +15,7 @@ from ledgerfacts.timestamps import now_ms
 from ledgerweb.http import respond
 from ledgerweb.params import WINDOWS, Invalid, moment_ms, read, sqlite_number
 from ledgerweb.sqlite import LedgerQueryTimeout
-from search import engine, ids, indexer, json_twins, notes, results
+from search import engine, ids, indexer, json_twins, marks, notes, results
 from search.models import IndexState
 from search.query import QueryError, parse
 
@@ -78,6 +78,11 @@ class SearchForm:
     @classmethod
     def from_query(cls, params) -> "SearchForm":
         form = cls(**{name: params.get(name, "").strip() for name in TEXT_FIELDS})
+        # label:… thumb:… in the words (the session's find box without JavaScript): filters.
+        form.q, named = marks.split_marks(form.q)
+        if named is not None:
+            form.label = form.label or named.label
+            form.thumb = form.thumb or {1: "up", -1: "down"}.get(named.thumb, "")
         form.filters = engine.Filters(
             KINDS.get(form.kind, []),
             form.persona,
@@ -150,6 +155,8 @@ def search(request: HttpRequest) -> HttpResponse:
 def _searched(ctx: dict) -> dict:
     """The page's context with the index brought on a little, and the results when asked."""
     form = ctx["form"]
+    if not form.q and form.mark:  # only label:… or thumb:…: the turns so marked
+        return ctx | {"caught_up_at": None, "backlog": {}, "marked": _marked(form)}
     if form.kind == NOTES:  # people's notes only: the ledger's index is not asked
         return ctx | {"caught_up_at": None, "backlog": {}} | _notes(form)
     ctx = ctx | _index_status()
@@ -158,6 +165,22 @@ def _searched(ctx: dict) -> dict:
         if not form.kind and form.before is None:  # notes on the first page of everything
             ctx |= _notes(form)
     return ctx
+
+
+# Turns listed for a query of marks alone (label:… thumb:…), newest annotation first.
+MARKED_SHOWN = 200
+
+
+def _marked(form: SearchForm) -> dict:
+    found = store.turn_ids(form.mark, session_id=form.session or None, cap=MARKED_SHOWN)
+    return {
+        "turns": [
+            {"session_id": s, "turn_id": t, "url": ids.turn_url(s, t, "turn-annotations")}
+            for s, t in found.ids
+        ],
+        "more": found.capped,
+        "describe": form.mark.describe(),
+    }
 
 
 def _notes(form: SearchForm) -> dict:
@@ -250,8 +273,13 @@ FIND_LIMIT = 1000
 def find_in_session(request: HttpRequest, session_id: str) -> JsonResponse:
     """For the session page's find box: the turns of this session that match `q` (oldest
     first), and with ?failures=1 its failures (failed turns, turns with a failed tool call)."""
-    q = request.GET.get("q", "").strip()
+    q, mark = marks.split_marks(request.GET.get("q", "").strip())
     answer = {"turn_ids": [], "error": None, "failures": [], "failure_kinds": []}
+    if mark is not None:  # label:… thumb:… (search/marks.py), with words: both must hold
+        marked = marks.marked_turn_ids(mark, session_id, FIND_LIMIT)
+        if not q:
+            answer["turn_ids"] = marked
+            return JsonResponse(answer)
     if request.GET.get("failures") == "1":
         # What each failure is, so the walk can say what it counts beside the page's "N failed
         # turns" (a turn that completed with a failed tool call is a failure it walks too).
@@ -266,6 +294,9 @@ def find_in_session(request: HttpRequest, session_id: str) -> JsonResponse:
             answer["turn_ids"] = results.turn_ids(
                 query, engine.Filters([], session_id=session_id), FIND_LIMIT
             )
+            if mark is not None:
+                keep = set(marked)
+                answer["turn_ids"] = [t for t in answer["turn_ids"] if t in keep]
         except QueryError as error:
             answer["error"] = str(error)
         except (engine.QueryNotUnderstood, engine.QueryTooSlow, LedgerQueryTimeout):

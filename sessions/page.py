@@ -71,6 +71,7 @@ class TreeItem:
     forks_here: int = 0  # forks made at this turn
     bookmark: str | None = None  # this person's bookmark on it: its note ("" without one)
     visited: bool = False  # this person has opened it
+    annotated: object | None = None  # everyone's marks on it (annotations.store.Summary)
     collapsed: bool = False  # its branches are hidden (the Fold after it holds them)
 
 

@@ -83,15 +83,22 @@ def branch_point(session_id: str, turn_id: str, user, siblings=None) -> BranchPo
         by_id = {t.id: t for t in kids}
         kids = [by_id[t] for t in siblings if t in by_id]
     point = BranchPoint(session_id, turn_id, kids, more)
-    shown = {t.id for t in kids}
+    point.choices, point.wins = choices_at(turn_id, [t.id for t in kids], user)
+    return point
+
+
+def choices_at(turn_id: str, sibling_ids: list[str], user) -> tuple[list[Choice], dict[str, int]]:
+    """Everyone's choices between these children of a branch point (one query), and how many
+    pairs each child was chosen in."""
+    shown = set(sibling_ids)
+    choices: list[Choice] = []
+    wins: dict[str, int] = {}
     for p in store.preferences_at([turn_id]).get(turn_id, []):
         if p.chosen_turn_id in shown and p.rejected_turn_id in shown:
             who = p.user.get_username()
-            point.choices.append(
-                Choice(who, p.chosen_turn_id, p.rejected_turn_id, p.user_id == user.pk)
-            )
-            point.wins[p.chosen_turn_id] = point.wins.get(p.chosen_turn_id, 0) + 1
-    return point
+            choices.append(Choice(who, p.chosen_turn_id, p.rejected_turn_id, p.user_id == user.pk))
+            wins[p.chosen_turn_id] = wins.get(p.chosen_turn_id, 0) + 1
+    return choices, wins
 
 
 def _see_other(url: str) -> HttpResponseRedirect:

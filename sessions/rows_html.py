@@ -241,6 +241,40 @@ def _bookmark(note: str | None) -> str:
     return f'<span class="mark mark-bookmark" title="{title}">★</span>'
 
 
+def _annotated(summary) -> str:
+    """Everyone's marks on the turn (annotations.store.Summary): 👍/👎 counts and the most used
+    label, all of them on hover."""
+    if summary is None:
+        return ""
+    shown = []
+    if summary.up:
+        shown.append(f"👍{summary.up}")
+    if summary.down:
+        shown.append(f"👎{summary.down}")
+    if summary.labels:
+        top = summary.top_labels[0][0]
+        shown.append(top if len(top) <= LABEL_CHARS else top[: LABEL_CHARS - 1] + "…")
+    if summary.notes and not shown:
+        shown.append("✎")
+    title = []
+    if summary.up or summary.down:
+        title.append(f"{summary.up} 👍, {summary.down} 👎")
+    if summary.score is not None:
+        title.append(f"score {summary.score:.1f} of 5")
+    if summary.labels:
+        title.append("labels " + ", ".join(sorted(summary.labels)))
+    if summary.notes:
+        title.append(f"{summary.notes} note{'s' if summary.notes != 1 else ''}")
+    return (
+        f'<span class="mark mark-annotated" title="{escape("Annotations: " + " · ".join(title))}">'
+        f"{escape(' '.join(shown))}</span>"
+    )
+
+
+# A label on a row is cut to this many characters (the hover and the panel have it whole).
+LABEL_CHARS = 16
+
+
 def _row(item: TreeItem, url: str, gutter_svg: str, model_html: str) -> str:
     """One turn; `url`, `gutter_svg` and `model_html` are HTML already."""
     t = item.turn
@@ -266,7 +300,7 @@ def _row(item: TreeItem, url: str, gutter_svg: str, model_html: str) -> str:
         f"{' aria-current="true"' if item.selected else ''}>"
         f"{gutter_svg}"
         f'<span class="marks">{_bookmark(item.bookmark)}{_marks(item.marks)}'
-        f"{_problems(item.problems)}"
+        f"{_annotated(item.annotated)}{_problems(item.problems)}"
         f"{_branch(item.branch_label)}{_forks(item.forks_here)}"
         f"{_failed_calls(t.failed_tool_calls)}</span>"
         f"{_alternative(item.alternative)}{_preview(t, item.alternative)}"

@@ -19,7 +19,7 @@ from ledgerweb.roles import RoleRequired
 from ledgerweb.text import show_json
 from sessions import compare as comparing
 from sessions import export as exporting
-from sessions import forking, json_twins
+from sessions import forking, json_twins, preferring
 from sessions.branch_point import as_json as branch_point_json
 from sessions.branch_point import branch_point
 from sessions.detail import FAILED, SessionTree, TurnInfo, load_tree, turn_info
@@ -145,11 +145,13 @@ def _session_context(request: HttpRequest, session: Session, selected_id: str | 
     bookmarks = annotation_store.bookmarked_turns(request.user, session.id)
     on_page = [item.turn.id for item in page.items if item.turn is not None]
     visited = annotation_store.visited_turns(request.user, session.id, on_page)
+    annotated = annotation_store.by_turn(on_page)  # everyone's marks: two grouped queries
     for item in page.items:
         if item.turn is not None:
             mark = bookmarks.get(item.turn.id)
             item.bookmark = mark.bookmark_note if mark is not None else None
             item.visited = item.turn.id in visited
+            item.annotated = annotated.get(item.turn.id)
     the_map = tree_map(
         page.map_shape,
         (page.first_line, max(page.first_line, page.last_line)),
@@ -696,8 +698,20 @@ def branches(request: HttpRequest, session_id: str, turn_id: str | None = None) 
         "can_fork": request.user.has_perm("conversations.fork_session"),
         "bookmarks": annotation_store.bookmarked_turns(request.user, session.id),
     }
+    if turn_id:  # the better answer can be marked where a turn branches (preferring.py)
+        ids = [b.turn.id for b in point.branches]
+        ctx["choices"], ctx["wins"] = preferring.choices_at(turn_id, ids, request.user)
+        ctx["positions"] = {b.turn.id: b.position for b in point.branches}
     return respond(
         request,
         page=lambda: render(request, "sessions/branches.html", ctx),
-        twin=lambda: branch_point_json(point),
+        twin=lambda: (
+            branch_point_json(point)
+            | {
+                "preferences": [
+                    {"user": c.who, "chosen": c.chosen, "rejected": c.rejected}
+                    for c in ctx.get("choices", [])
+                ]
+            }
+        ),
     )

@@ -124,7 +124,9 @@ def test_an_operator_removes_with_htmx_too(client, viewer, operator, convo):
     response = client.post(f"/sessions/S1/annotations/{hers.pk}/remove/", headers=HTMX)
     assert response.status_code == 200
     parse_fragment(response.content)
-    assert b"No annotations yet." in response.content
+    assert b"vera&#x27;s note" not in response.content and b"vera's note" not in response.content
+    assert b'class="annotation-list"' not in response.content  # none left to list
+    assert b"Annotate this turn" in response.content
 
 
 def test_bad_input_is_named_and_nothing_is_lost(viewer_client, viewer, convo):

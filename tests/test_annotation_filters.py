@@ -140,7 +140,10 @@ def many_annotations(users, sessions: list[str], per_session: int) -> None:
     ]
     Annotation.objects.bulk_create(rows, batch_size=500)
     Label.objects.bulk_create(
-        [Label(annotation=a, name=f"l{a.pk % 7}") for a in Annotation.objects.all()],
+        [
+            Label(annotation=a, name=f"l{a.pk % 7}")
+            for a in Annotation.objects.filter(turn_id__startswith="X")
+        ],
         batch_size=500,
     )
 
@@ -165,3 +168,45 @@ def test_thousands_of_annotations_cost_the_list_a_fixed_number_of_queries(
 def test_a_label_chip_in_the_list_keeps_the_list_s_other_filters(viewer_client, marked):
     page = viewer_client.get("/sessions/?persona=atlas&thumb=down").content.decode()
     assert 'href="?persona=atlas&amp;thumb=down&amp;label=wrong-tool"' in page
+
+
+def test_tree_rows_show_everyone_s_marks(viewer_client, marked):
+    page = viewer_client.get("/sessions/SA/?unfold=all").content.decode()
+    parse_html(page)
+    row = page[page.index('id="turn-TA2"') :].split("</a>")[0]
+    assert '<span class="mark mark-annotated"' in row and "👎1 wrong-tool" in row
+    assert "labels wrong-tool" in row  # the hover names them all
+    row = page[page.index('id="turn-TA1"') :].split("</a>")[0]
+    assert "score 4.0 of 5" in row and "labels slow, wrong-tool" in row
+
+
+def test_the_find_box_walks_turns_labelled_or_thumbed(viewer_client, marked):
+    find = "/search/in/SA/"
+    assert viewer_client.get(find, {"q": "label:wrong-tool"}).json()["turn_ids"] == ["TA1", "TA2"]
+    assert viewer_client.get(find, {"q": "thumb:down"}).json()["turn_ids"] == ["TA2"]
+    assert viewer_client.get(find, {"q": "👎"}).json()["turn_ids"] == ["TA2"]
+    assert viewer_client.get(find, {"q": 'label:"slow"'}).json()["turn_ids"] == ["TA1"]
+    assert viewer_client.get(find, {"q": "label:nothing"}).json()["turn_ids"] == []
+    assert viewer_client.get("/search/in/SB/", {"q": "label:wrong-tool"}).json()["turn_ids"] == []
+
+
+def test_without_javascript_the_find_box_lists_the_marked_turns(viewer_client, marked):
+    # The find box's form, posted as a browser without JavaScript does: to the search page.
+    page = viewer_client.get("/search/", {"session": "SA", "q": "label:wrong-tool"})
+    body = page.content.decode()
+    parse_html(body)
+    listed = body[body.index('id="marked"') :].split("</section>")[0]
+    assert "Turns labelled “wrong-tool” in this session" in listed
+    assert 'href="/sessions/SA/turns/TA2/#turn-annotations"' in listed
+    assert 'href="/sessions/SA/turns/TA1/#turn-annotations"' in listed
+    twin = viewer_client.get("/search/", {"q": "thumb:down", "format": "json"}).json()
+    assert [(t["session_id"], t["turn_id"]) for t in twin["marked"]["turns"]] == [("SA", "TA2")]
+
+
+def test_a_session_page_with_ten_thousand_annotations_costs_a_few_queries(
+    viewer_client, viewer, operator, marked, django_assert_max_num_queries
+):
+    many_annotations([viewer, operator], ["SA"], 5_000)
+    with django_assert_max_num_queries(14):  # ledgerweb's database: the page's own, and marks
+        page = viewer_client.get("/sessions/SA/").content.decode()
+    assert "👎1 wrong-tool" in page

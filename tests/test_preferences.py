@@ -134,3 +134,29 @@ def test_compare_offers_the_two_branches_where_they_part(viewer_client, viewer, 
     ).content.decode()
     assert "A's branch" in fragment and "<code>A2</code>" not in fragment
     assert pairs(viewer) == {("A1", "A3")}
+
+
+def test_the_branch_point_page_marks_the_better_answer_on_its_cards(
+    viewer_client, viewer, branches
+):
+    url = "/sessions/S1/turns/R/branches/"
+    page = viewer_client.get(url).content.decode()
+    parse_html(page)
+    assert page.count('form="prefer-form" name="ranked"') == 3
+    form = page[page.index('<form id="prefer-form"') :].split("</form>")[0]
+    assert 'action="/sessions/S1/turns/R/prefer/"' in form
+    # The card's button submits the prefer form with its own turn as the best.
+    response = viewer_client.post(
+        "/sessions/S1/turns/R/prefer/", {"ranked": "A3", "rest": ["A1", "A2", "A3"], "next": url}
+    )
+    assert response["Location"] == url
+    assert pairs(viewer) == {("A3", "A1"), ("A3", "A2")}
+    page = viewer_client.get(url).content.decode()
+    card = page[page.index('data-turn="A3"') :].split("</article>")[0]
+    assert "preferred 2×" in card
+    choices = page[page.index('class="prefer-choices') :].split("</ul>")[0]
+    # The cards' order is the tree's: the head's branch (A1, below it D1) last.
+    assert "vera (you): 2/3 <code>A3</code> over 3/3 <code>A1</code>" in choices
+    assert "vera (you): 2/3 <code>A3</code> over 1/3 <code>A2</code>" in choices
+    twin = viewer_client.get(url, {"format": "json"}).json()
+    assert {(p["chosen"], p["rejected"]) for p in twin["preferences"]} == pairs(viewer)
