@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlencode
 
+from bench.scale_bench import static_files_changed
 from bench.scale_ledger import BENCH, LEDGER, ROOT, connect, ensure_ledger
 from tools.docfile import publish
 
@@ -56,9 +57,7 @@ def setup(ledger: Path) -> None:
     from django.core.management import call_command
 
     call_command("migrate", interactive=False, verbosity=0)
-    from django.conf import settings
-
-    if not (Path(settings.STATIC_ROOT) / "staticfiles.json").exists():  # DEBUG off: the manifest
+    if static_files_changed():  # DEBUG off serves the names in the static files' manifest
         call_command("collectstatic", interactive=False, verbosity=0)
 
 

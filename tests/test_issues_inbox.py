@@ -74,25 +74,39 @@ def with_signatures(ledger):
     return ledger.conn
 
 
-GROUP = "status = 'failed' AND error_stage IS NOT DISTINCT FROM ?" + (
-    f" AND {SQL_FUNCTION}(error_message) = ?"
-)
+FAILED = "status = 'failed'"
+GROUP = f"error_stage IS NOT DISTINCT FROM ? AND {SQL_FUNCTION}(error_message) = ?"
+SCOPE = {"source": "event_source", "persona": "session_persona"}
 
 
-def expected(ledger, since: int, until: int, previous_since: int, now: int) -> dict:
-    """Every issue's figures, each from a query over the ledger's rows."""
+def expected(ledger, since: int, until: int, previous_since: int, now: int, **scope) -> dict:
+    """Every issue's figures, each from a query over the ledger's rows (of a channel or a
+    persona: `scope`)."""
     conn = with_signatures(ledger)
+    failed = FAILED + "".join(f" AND {SCOPE[name]} = '{value}'" for name, value in scope.items())
+    of_group = f"{failed} AND {GROUP}"
     start = now - 60 * DAY  # before every row; text times sort after every number: left out
     groups = conn.execute(
         f"SELECT DISTINCT error_stage, {SQL_FUNCTION}(error_message) FROM nexus_requests"
-        " WHERE status = 'failed' AND started_at >= ? AND started_at < ?",
+        f" WHERE started_at >= ? AND started_at < ? AND {failed}",
         (since, until),
     ).fetchall()
     out = {}
     for stage, sig in groups:
 
         def one(sql: str, *params, group=(stage, sig)):
-            return conn.execute(f"{sql} AND {GROUP}", (*params, *group)).fetchone()
+            return conn.execute(f"{sql} AND {of_group}", (*params, *group)).fetchone()
+
+        def trend(start: int, size: int, buckets: int, group=(stage, sig)) -> list[int]:
+            counts = dict(
+                conn.execute(
+                    f"SELECT (CAST(started_at AS BIGINT) - ?) / {size}, count(*)"
+                    " FROM nexus_requests WHERE started_at >= ? AND started_at < ?"
+                    f" AND {of_group} GROUP BY 1",
+                    (start, start, start + buckets * size, *group),
+                ).fetchall()
+            )
+            return [counts.get(i, 0) for i in range(buckets)]
 
         n, last_in = one(
             "SELECT count(*), max(CAST(started_at AS BIGINT)) FROM nexus_requests"
@@ -115,16 +129,12 @@ def expected(ledger, since: int, until: int, previous_since: int, now: int) -> d
             " WHERE started_at >= ? AND started_at < ?",
             since, until,
         )  # fmt: skip
-        newest = [
-            row[0]
-            for row in conn.execute(
-                "SELECT id FROM nexus_requests WHERE started_at >= ? AND started_at < ?"
-                f" AND {GROUP} ORDER BY started_at DESC LIMIT 3",
-                (since, until, stage, sig),
-            )
-        ]
-        hourly = trend(conn, stage, sig, now // H * H - 23 * H, H, 24)
-        daily = trend(conn, stage, sig, now // DAY * DAY - 29 * DAY, DAY, 30)
+        newest = conn.execute(
+            "SELECT id FROM nexus_requests WHERE started_at >= ? AND started_at < ?"
+            f" AND {of_group} ORDER BY started_at DESC LIMIT 3",
+            (since, until, stage, sig),
+        ).fetchall()
+        names = ["principals", "sessions", "channels", "personas", "models"]
         out[(stage, sig)] = {
             "count": n,
             "previous_count": previous,
@@ -132,29 +142,12 @@ def expected(ledger, since: int, until: int, previous_since: int, now: int) -> d
             "first_seen": first,
             "last_seen": last,
             "last_seen_in_window": last_in,
-            "touched": dict(
-                zip(
-                    ["principals", "sessions", "channels", "personas", "models"],
-                    touched,
-                    strict=True,
-                )
-            ),  # fmt: skip
-            "newest_requests": newest,
-            "hourly": hourly,
-            "daily": daily,
+            "touched": dict(zip(names, touched, strict=True)),
+            "newest_requests": [row[0] for row in newest],
+            "hourly": trend(now // H * H - 23 * H, H, 24),
+            "daily": trend(now // DAY * DAY - 29 * DAY, DAY, 30),
         }
     return out
-
-
-def trend(conn, stage, sig, start: int, size: int, buckets: int) -> list[int]:
-    counts = dict(
-        conn.execute(
-            f"SELECT (CAST(started_at AS BIGINT) - ?) / {size}, count(*) FROM nexus_requests"
-            f" WHERE started_at >= ? AND started_at < ? AND {GROUP} GROUP BY 1",
-            (start, start, start + buckets * size, stage, sig),
-        ).fetchall()
-    )
-    return [counts.get(i, 0) for i in range(buckets)]
 
 
 def inbox(client, **query) -> tuple[dict, list[dict]]:
@@ -184,12 +177,12 @@ def shown(issue: dict) -> dict:
     }
 
 
-def check_every_figure(client, ledger, now: int, window: str) -> int:
-    page, issues = inbox(client, window=window)
+def check_every_figure(client, ledger, now: int, window: str, **scope) -> int:
+    page, issues = inbox(client, window=window, **scope)
     assert page["not_counted"] == [], page["not_counted"]
     # The window before is as many whole hours as the window touches, ending where it starts.
     assert page["since"] - page["previous_since"] == -(-(page["until"] - page["since"]) // H) * H
-    want = expected(ledger, page["since"], page["until"], page["previous_since"], now_ms())
+    want = expected(ledger, page["since"], page["until"], page["previous_since"], now_ms(), **scope)
     got = {(i["error_stage"], i["signature"]): shown(i) for i in issues}
     assert got.keys() == want.keys()
     for group, figures in want.items():
@@ -223,6 +216,9 @@ def test_every_figure_of_the_inbox_equals_sql_live_and_from_the_summaries(
     assert rollups.RollupHour.objects.exists()
     for window in ("24h", "7d", "30d"):
         check_every_figure(viewer_client, ledger, now, window)
+    # A channel's or a persona's failures: the records kept per source and persona.
+    check_every_figure(viewer_client, ledger, now, "30d", source="discord")
+    check_every_figure(viewer_client, ledger, now, "7d", persona="Ἀθηνᾶ")
 
     # A late writer in a stored hour and new failures now: the figures follow.
     ledger.request(id="LATE", started_at=now - 20 * DAY, status="failed", error_stage="runAgent",
@@ -246,7 +242,7 @@ def test_an_issues_breakdowns_equal_sql_and_each_count_is_the_list_it_links(view
         want = dict(
             conn.execute(
                 f"SELECT {column}, count(*) FROM nexus_requests WHERE started_at >= ?"
-                f" AND started_at < ? AND {GROUP} GROUP BY 1",
+                f" AND started_at < ? AND {FAILED} AND {GROUP} GROUP BY 1",
                 (page["since"], page["until"], stage, sig),
             ).fetchall()
         )
@@ -255,3 +251,23 @@ def test_an_issues_breakdowns_equal_sql_and_each_count_is_the_list_it_links(view
         for value in got["values"]:
             listed = viewer_client.get(value["url"] + "&format=json").json()
             assert listed["count"] == value["count"], (name, value)
+
+
+def test_the_newest_requests_of_a_persona_come_from_every_record_of_their_hour(
+    viewer_client, ledger
+):
+    """A persona's failures of one hour are kept per channel: the newest are looked for in all of
+    the hour's records, not only in the first one read."""
+    hour = (now_ms() - 3 * H) // H * H
+    for i in range(12):  # older, written (and summarised) first
+        ledger.request(id=f"A{i:02d}", started_at=hour + i * 60_000, status="failed",
+                       error_stage="runAgent", error_message=MESSAGES[0],
+                       event_source="aaa", session_persona="p")  # fmt: skip
+    for i in range(12):
+        ledger.request(id=f"Z{i:02d}", started_at=hour + (30 + i) * 60_000, status="failed",
+                       error_stage="runAgent", error_message=MESSAGES[0],
+                       event_source="zzz", session_persona="p")  # fmt: skip
+    build_every_hour(now_ms())
+    _, (issue,) = inbox(viewer_client, window="24h", persona="p")
+    assert [r["id"] for r in issue["newest_requests"]] == ["Z11", "Z10", "Z09"]
+    assert issue["count"] == 24 and issue["touched"]["channels"] == 2
