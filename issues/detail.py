@@ -176,11 +176,13 @@ def _breakdowns(f: Figures, filters: InboxFilters) -> list[Breakdown]:
     the ledger through the request list's own filters, so each value's count is the length of
     the list it links (a merged issue's values add up its groups: no one list holds them)."""
     counts: dict[str, dict[object, int]] = {name: {} for name, _, _ in BREAKDOWNS}
+    columns = [column for _, column, _ in BREAKDOWNS]
     try:
         for group in f.groups:
             failures = RequestFilters.from_query(filters.requests_query(group)).queryset()
-            for name, column, _ in BREAKDOWNS:
-                for row in failures.values(column).annotate(n=Count("*")).order_by():
+            # One pass over the failures, by every column at once: each row is read once.
+            for row in failures.values(*columns).annotate(n=Count("*")).order_by():
+                for name, column, _ in BREAKDOWNS:
                     counts[name][row[column]] = counts[name].get(row[column], 0) + row["n"]
     except LedgerQueryTimeout as error:
         return [Breakdown(name, [], problem=str(error)) for name, _, _ in BREAKDOWNS]
