@@ -3,7 +3,6 @@
 import re
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -13,6 +12,7 @@ from issues import detail, json_twins, lifecycle
 from issues.inbox import INBOX_WINDOWS, SORTS, STATUS_FILTERS, InboxFilters, inbox, read_issues
 from ledgerweb.http import respond
 from ledgerweb.params import answers_bad_parameters
+from ledgerweb.roles import RoleRequired
 from pipeline.stages import STAGES
 
 ISSUE_ID = re.compile(r"[0-9a-f]{16}")
@@ -95,7 +95,7 @@ def change_issue(request: HttpRequest, issue_id: str) -> HttpResponse:
     here, whatever the page showed them."""
     issue_id = _issue_id(issue_id)
     if not request.user.has_perm(TRIAGE):
-        raise PermissionDenied("Only operators can change issues.")
+        raise RoleRequired("operator", "Resolving, ignoring or merging an issue")
     back = reverse("issues:issue", args=[issue_id])
     action = request.POST.get("action", "")
     reading = read_issues(InboxFilters.from_query({}))

@@ -207,7 +207,9 @@ def test_viewers_see_every_issue_and_are_refused_every_change(client, viewer, le
     parse_html(html)
     for action, fields in [("resolve", {}), ("ignore", {"hours": "1"}),
                            ("merge", {"into": CRASH_ID}), ("reopen", {})]:  # fmt: skip
-        assert change(client, CRASH_ID, action, **fields).status_code == 403
+        refused = change(client, CRASH_ID, action, **fields)
+        assert refused.status_code == 403
+        assert "Resolving, ignoring or merging an issue is not for your role" in refused.text
     assert not Issue.objects.exists() and not IssueChange.objects.exists()
     assert issue(client, CRASH_ID)["status"] == "new"
 
