@@ -80,7 +80,7 @@ migrate: setup var/secret-key
 
 $(DEMO_LEDGER): | setup
 	@mkdir -p var
-	SECRET_KEY=x DEBUG=1 $(MANAGE) ledger_demo $@
+	SECRET_KEY=x DEBUG=1 $(MANAGE) ledger_demo $@ --live
 
 # The demo admin's password is printed last, framed, with the address: once the server answers,
 # after its start-up lines (demo_admin --wait).

@@ -14,7 +14,7 @@ from ledgerfacts.schema import create_indexes, create_ledger
 
 from .agents import PrimarySpec, write_primary_session
 from .context import DemoContext
-from .marker import DEMO_APPLICATION_ID
+from .marker import DEMO_APPLICATION_ID, DEMO_LIVE_APPLICATION_ID
 from .personas import PERSONA_WEIGHTS, PERSONAS, Address
 from .pipeline import write_extra_requests, write_processing_requests
 from .plan import Script
@@ -46,11 +46,13 @@ class LedgerExists(Exception):
 def build_demo_ledger(path: Path | str, *, seed: int = 1, scale: float = 1.0,
                       now_ms: int | None = None, replace: bool = False,
                       progress: bool = False,
-                      extra_requests_scale: float | None = None) -> dict[str, int]:  # fmt: skip
+                      extra_requests_scale: float | None = None,
+                      live: bool = False) -> dict[str, int]:  # fmt: skip
     """Write a demo ledger to path and return the row count of each table.
 
     extra_requests_scale, when given, scales the requests that run no agent instead of `scale`
-    (a benchmark ledger with many sessions then keeps about one request per turn)."""
+    (a benchmark ledger with many sessions then keeps about one request per turn). `live`
+    marks the file for the demo's live writer (demo/live_writer.py), which keeps it moving."""
     path = Path(path)
     if path.exists() and not replace:
         raise LedgerExists(f"{path} exists (use --replace to overwrite it)")
@@ -59,7 +61,7 @@ def build_demo_ledger(path: Path | str, *, seed: int = 1, scale: float = 1.0,
     _remove(tmp)
     try:
         extra_scale = scale if extra_requests_scale is None else extra_requests_scale
-        counts = _build(tmp, seed, scale, extra_scale, now, progress)
+        counts = _build(tmp, seed, scale, extra_scale, now, progress, live)
         # A WAL left by the file we replace would be replayed into the new one: drop it first.
         _remove(Path(f"{path}-wal"), Path(f"{path}-shm"))
         os.replace(tmp, path)
@@ -75,7 +77,7 @@ def _remove(*paths: Path) -> None:
 
 
 def _build(tmp: Path, seed: int, scale: float, extra_scale: float, now: int,
-           progress: bool) -> dict[str, int]:  # fmt: skip
+           progress: bool, live: bool = False) -> dict[str, int]:  # fmt: skip
     create_ledger(tmp, with_indexes=False)
     conn = sqlite3.connect(tmp)
     try:
@@ -90,7 +92,10 @@ def _build(tmp: Path, seed: int, scale: float, extra_scale: float, now: int,
         create_indexes(conn)
         conn.commit()
         conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute(f"PRAGMA application_id = {DEMO_APPLICATION_ID}")  # demo/live.py
+        # The demo's mark (demo/marker.py): demo/live.py finishes its in-flight requests, and
+        # with `live` the live writer keeps it moving (demo/live_writer.py).
+        mark = DEMO_LIVE_APPLICATION_ID if live else DEMO_APPLICATION_ID
+        conn.execute(f"PRAGMA application_id = {mark}")
         return dict(sink.counts)
     finally:
         conn.close()

@@ -1,5 +1,5 @@
 """python manage.py ledger_demo PATH [--seed N] [--scale X] [--extra-requests-scale Y] [--now MS]
-[--replace]"""
+[--replace] [--live]"""
 
 import time
 from pathlib import Path
@@ -33,9 +33,16 @@ class Command(BaseCommand):
         parser.add_argument("--now", type=int, default=None, metavar="MS",
                             help="anchor time in Unix ms (default: now)")  # fmt: skip
         parser.add_argument("--replace", action="store_true", help="overwrite an existing PATH")
+        parser.add_argument(
+            "--live",
+            action="store_true",
+            help="mark it for the demo's live writer (a background job that keeps a session"
+            " and its requests moving: make demo)",
+        )
 
     def handle(self, *args, path: Path, seed: int, scale: float, now: int | None,
-               replace: bool, extra_requests_scale: float | None, **options):  # fmt: skip
+               replace: bool, extra_requests_scale: float | None, live: bool = False,
+               **options):  # fmt: skip
         if scale <= 0:
             raise CommandError("--scale must be positive")
         if extra_requests_scale is not None and extra_requests_scale < 0:
@@ -44,7 +51,8 @@ class Command(BaseCommand):
         try:
             counts = build_demo_ledger(path, seed=seed, scale=scale, now_ms=now, replace=replace,
                                        progress=options["verbosity"] > 0,
-                                       extra_requests_scale=extra_requests_scale)  # fmt: skip
+                                       extra_requests_scale=extra_requests_scale,
+                                       live=live)  # fmt: skip
         except LedgerExists as error:
             raise CommandError(str(error)) from error
         summary = ", ".join(f"{table} {count:,}" for table, count in counts.items())
