@@ -117,6 +117,21 @@ def milliseconds(ms) -> str:
     return f"{ms:,.6g} ms" if abs(ms) < 1000 else f"{ms:,.3f}".rstrip("0").rstrip(".") + " ms"
 
 
+def elapsed(ms) -> str:
+    """How long something has been going on, coarsely: 42 s, 3 min, 2 h 5 min, 3 d (a running
+    turn; static/js/live.js writes the same as time passes)."""
+    if isinstance(ms, bool) or not isinstance(ms, int | float):
+        return ""
+    s = max(0, round(ms / 1000))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    if s < 86400:
+        return f"{s // 3600} h {s % 3600 // 60} min"
+    return f"{s // 86400} d"
+
+
 def short_model(name) -> str:
     """claude-sonnet-4-20250514 → sonnet-4; gpt-5 → gpt-5: enough to tell models apart in a row."""
     if not isinstance(name, str) or not name:

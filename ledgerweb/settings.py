@@ -72,6 +72,9 @@ SUMMARISER_LOCK = env_path(
 )
 # Every query on the read-only ledger connection is stopped after this long (milliseconds).
 LEDGER_QUERY_TIMEOUT_MS = env_int("LEDGER_QUERY_TIMEOUT_MS", 2000, minimum=1)
+# A turn still pending or streaming that has written nothing (no message, no tool call) for this
+# many seconds is marked stalled on the session page (live/, issue 29).
+STALLED_AFTER_S = env_int("STALLED_AFTER_S", 300, minimum=1)
 # The staff health page scans whole tables on purpose: each of its queries may take this long.
 LEDGER_HEALTH_TIMEOUT_MS = env_int("LEDGER_HEALTH_TIMEOUT_MS", 25_000, minimum=1)
 
@@ -141,6 +144,7 @@ INSTALLED_APPS = [
     "otel",
     "issues",
     "alerts",
+    "live",
     "importers",
     "demo",
 ]

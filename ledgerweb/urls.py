@@ -30,5 +30,6 @@ urlpatterns = [
     path("datasets/", include("datasets.urls")),
     path("alerts/", include("alerts.urls")),
     path("review/", include("review.urls")),
+    path("live/", include("live.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -3,12 +3,9 @@ stage's duration, keyset pages over (duration, id); capped counts."""
 
 from dataclasses import dataclass
 
-from django.db.models import Value
-
 from ledgerfacts.timestamps import elapsed_ms
 from ledgerweb.costs import TurnCost
 from ledgerweb.paging import capped, keyset_page
-from ledgerweb.params import SQLITE_INT
 from ledgerweb.sqlite import CappedCount
 from ledgerweb.text import first_line
 from pipeline.costs import request_cost
@@ -105,11 +102,8 @@ def _slowest_page(f: RequestFilters, count: CappedCount) -> RequestPage:
         wanted *= 8
 
 
-def newer_page(f: RequestFilters, newer_than: int | float) -> RequestPage:
-    """Rows that started after `newer_than`, newest first: what live mode adds on top."""
-    # Numbers only: SQLite sorts a text time (odd data) after every number, so it would be
-    # "newer" than any row and come back on every poll. Value(): a REAL time as written.
-    qs = f.queryset().filter(started_at__gt=Value(newer_than), started_at__lte=Value(SQLITE_INT))
-    qs = qs.order_by("-started_at", "-id")
-    found = list(qs.only(*LIST_COLUMNS)[:PAGE_SIZE])
+def page_of(qs, limit: int) -> RequestPage:
+    """At most `limit` rows of a queryset, newest first, as the list draws them (the rows live
+    pages insert or redraw: live/views.py)."""
+    found = list(qs.order_by("-started_at", "-id").only(*LIST_COLUMNS)[:limit])
     return RequestPage([RequestRow(r) for r in found], CappedCount(len(found), False), None)

@@ -9,12 +9,12 @@ from background import lock as background
 from background.runner import status_of as background_status
 from ledgerweb import downloads
 from ledgerweb.http import respond, wants_json
-from ledgerweb.params import answers_bad_parameters, choice, cursor, sqlite_number, strict
+from ledgerweb.params import answers_bad_parameters, choice, cursor, strict
 from ledgerweb.sqlite import LedgerQueryTimeout
 from pipeline import charts, json_twins
 from pipeline.detail import LONG_FIELDS, load_request, similar_query
 from pipeline.filters import WINDOWS, RequestFilters, value_query
-from pipeline.listing import newer_page, request_page
+from pipeline.listing import request_page
 from pipeline.models import NexusRequest
 from pipeline.stages import STAGES, STATUSES
 
@@ -47,29 +47,24 @@ def request_list(request: HttpRequest) -> HttpResponse:
     filters = RequestFilters.from_query(request.GET)
     # Page links are written by the list itself: a broken one has no sensible page (400).
     filters.after = strict(request.GET, "after", cursor)
-    live = strict(request.GET, "live", choice("1", "0"), default="0") == "1"
-    newer = strict(request.GET, "newer", sqlite_number)
-    if newer is not None:
-        # Live mode asks for what arrived since the newest row it shows.
-        page = newer_page(filters, newer)
-        ctx = {"filters": filters, "page": page}
-        return render(request, "pipeline/list.html#rows", ctx)
+    # Following the list live is on unless live=0 (pausing sets it; live=1, the old switch's
+    # address, is the default).
+    strict(request.GET, "live", choice("1", "0"))
     page = request_page(filters)
     return respond(
         request,
-        page=lambda: _request_list_page(request, filters, page, live),
+        page=lambda: _request_list_page(request, filters, page),
         twin=lambda: json_twins.request_list(filters, page),
     )
 
 
-def _request_list_page(request: HttpRequest, filters: RequestFilters, page, live: bool):
+def _request_list_page(request: HttpRequest, filters: RequestFilters, page):
     ctx = {
         "filters": filters,
         "page": page,
         "stages": STAGES,
         "statuses": STATUSES,
         "windows": WINDOWS,
-        "live": live,
         "filter_fields": FILTER_FIELDS,
         # NULL and empty-string selections ride along as they came (see filters.value_query).
         "hidden_fields": HIDDEN_FIELDS | {k for k in filters.as_query() if "__" in k},
@@ -138,7 +133,9 @@ CHART_CSP = settings.SECURE_CSP | {"style-src": [CSP.SELF, CSP.UNSAFE_INLINE]}
 @require_GET
 @answers_bad_parameters
 def dashboard(request: HttpRequest) -> HttpResponse:
-    strict(request.GET, "refresh", choice("1"))  # auto-refresh, read by the template
+    # refresh=1: the address of the old 30-second auto-refresh, still read; the charts now
+    # follow the ledger by themselves (live/).
+    strict(request.GET, "refresh", choice("1"))
     filters = charts.DashboardFilters.from_query(request.GET)
     return respond(
         request,

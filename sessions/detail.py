@@ -3,7 +3,9 @@
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ledgerfacts.timestamps import elapsed_ms
+from django.conf import settings
+
+from ledgerfacts.timestamps import elapsed_ms, now_ms
 from ledgerweb import sqlite
 from ledgerweb.costs import CostSum, TurnCost, readable_count, token_count, unreadable_count
 from ledgerweb.db import ledger_identity
@@ -18,6 +20,9 @@ from sessions.usage import billed_usage, cost_of_turn
 
 FAILED = "failed"
 KNOWN_TURN_STATUSES = {"pending", "streaming", "completed", FAILED}
+# A turn still being written: it says since when, and that it stalled once it has written
+# nothing for settings.STALLED_AFTER_S (live pages redraw both as time passes: static/js/live.js).
+RUNNING_STATUSES = {"pending", "streaming"}
 # A fork inherits its origin's thread; show at most this many inherited turns above it.
 INHERITED_LIMIT = 10_000
 # A turn's prompt as the tree keeps it: a row shows what fits its width (60 characters at
@@ -55,6 +60,8 @@ class TurnInfo:
     differs_at: int = 0
     billed: TokenUsage | None = None  # what its calls billed (optional turn_usage table)
     cost: TurnCost | None = None  # None: no tokens to price
+    # A running turn's newest message or tool call time (read for running turns only).
+    last_write_at: object = None
 
     @property
     def duration_ms(self) -> int | None:
@@ -67,6 +74,31 @@ class TurnInfo:
     @property
     def status_known(self) -> bool:
         return self.status in KNOWN_TURN_STATUSES
+
+    @property
+    def is_running(self) -> bool:
+        return self.status in RUNNING_STATUSES
+
+    @property
+    def last_write_ms(self) -> int | float | None:
+        """When a running turn last wrote anything: its newest message or tool call, else its
+        start (times that are not numbers say nothing)."""
+        times = [t for t in (self.started_at, self.last_write_at) if _is_time(t)]
+        return max(times) if times else None
+
+    @property
+    def stalled(self) -> bool:
+        """Running, and nothing written for longer than settings.STALLED_AFTER_S."""
+        last = self.last_write_ms
+        return (
+            self.is_running
+            and last is not None
+            and now_ms() - last > settings.STALLED_AFTER_S * 1000
+        )
+
+
+def _is_time(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 TURN_COLUMNS = (
@@ -282,12 +314,32 @@ def add_aggregates(turns: dict[str, TurnInfo]) -> None:
     ):
         if content is not None:
             turns[turn_id].preview = plain_words(content, PROMPT_CHARS)
+    add_last_writes(turns)
     if "compactions" in tables:
         for turn_id, summary in sqlite.rows(
             f"SELECT turn_id, substr(summary, 1, %s) FROM compactions WHERE turn_id IN {ids_sql}",
             [PROMPT_CHARS * 2, *ids],
         ):
             turns[turn_id].compaction_summary = plain_words(summary, PROMPT_CHARS) or "(no summary)"
+
+
+def add_last_writes(turns: dict[str, TurnInfo]) -> None:
+    """When each running turn last wrote a message or a tool call (two queries, for the running
+    turns only: most sessions have none)."""
+    running = [t.id for t in turns.values() if t.is_running]
+    if not running:
+        return
+    ids_sql, ids = sqlite.in_list(running)
+    for sql in (
+        "SELECT turn_id, max(created_at) FROM messages"
+        f" WHERE turn_id IN {ids_sql} GROUP BY turn_id",
+        "SELECT turn_id, max(coalesce(completed_at, started_at)) FROM tool_calls"
+        f" WHERE turn_id IN {ids_sql} GROUP BY turn_id",
+    ):
+        for turn_id, at in sqlite.rows(sql, ids):
+            turn = turns[turn_id]
+            if _is_time(at) and not (_is_time(turn.last_write_at) and turn.last_write_at >= at):
+                turn.last_write_at = at
 
 
 def add_costs(turns: dict[str, TurnInfo], tables: set[str] | None = None) -> None:

@@ -19,14 +19,16 @@ are ledger values (of any size) are cached for one page only, the others (marks,
 the process, in a bounded cache.
 """
 
+import math
 from functools import lru_cache
 
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
+from ledgerfacts.timestamps import now_ms
 from ledgerweb import long_values
 from ledgerweb.costs import cost_html
-from ledgerweb.formatting import duration, short_model, tokens
+from ledgerweb.formatting import duration, elapsed, short_model, tokens
 from ledgerweb.html_parts import IdUrls, css_name, escape
 from sessions.alternatives import Alternative
 from sessions.gutter import Gutter
@@ -112,6 +114,24 @@ def _collapsed(item: TreeItem, gutter_svg: str, view: TreeView) -> str:
 @lru_cache(maxsize=256)
 def _marks(marks: tuple[str, ...]) -> str:
     return "".join(f'<span class="mark mark-{css_name(m)}">{escape(m)}</span>' for m in marks)
+
+
+def _running(t) -> str:
+    """A running turn: for how long, and "stalled" once it has written nothing for a while. The
+    times ride along so that a live page redraws both as time passes (static/js/live.js)."""
+    if not t.is_running:
+        return ""
+    since, last = t.started_at, t.last_write_ms
+    if not isinstance(since, int | float) or not math.isfinite(since) or not math.isfinite(last):
+        return ""
+    stalled = t.stalled
+    return (
+        f'<span class="running{" stalled" if stalled else ""}" data-running-since="{round(since)}"'
+        f' data-last-write="{round(last)}" title="Running since its start; stalled when it has'
+        f' written nothing for a while"><span data-running-for>{elapsed(now_ms() - since)}</span>'
+        f'<span class="mark mark-stalled" data-stalled{"" if stalled else " hidden"}>'
+        "stalled</span></span>"
+    )
 
 
 def _problems(problems: tuple[str, ...]) -> str:
@@ -299,7 +319,7 @@ def _row(item: TreeItem, url: str, gutter_svg: str, model_html: str) -> str:
         f'data-sibling="{escape(item.next_sibling_id)}" data-line="{item.line}"{extra}'
         f"{' aria-current="true"' if item.selected else ''}>"
         f"{gutter_svg}"
-        f'<span class="marks">{_bookmark(item.bookmark)}{_marks(item.marks)}'
+        f'<span class="marks">{_bookmark(item.bookmark)}{_marks(item.marks)}{_running(t)}'
         f"{_annotated(item.annotated)}{_problems(item.problems)}"
         f"{_branch(item.branch_label)}{_forks(item.forks_here)}"
         f"{_failed_calls(t.failed_tool_calls)}</span>"

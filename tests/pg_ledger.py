@@ -110,8 +110,8 @@ NOT_RUN_ON_POSTGRES |= {
     "test_admin.py::test_a_request_whose_boolean_holds_something_else_opens_and_shows_it": (
         SQLITE_ONLY_VALUES
     ),
-    "test_live_mode.py::test_live_mode_adds_new_requests_under_a_text_time": (
-        "about a text time, which only SQLite holds (test_pipeline.py's live mode runs on both)"
+    "test_live_requests.py::test_a_row_whose_time_is_text_is_neither_counted_nor_inserted_twice": (
+        "about a text time, which only SQLite holds (test_pipeline.py's banner runs on both)"
     ),
 }
 NOT_RUN_ON_POSTGRES |= dict.fromkeys(

@@ -47,7 +47,7 @@ for slug in CHARTS:  # the dashboard's filters, read by the same code: the windo
     INLINE[f"/pipeline/charts/{slug}/"] = {"strict": ("window",), "time": TIME}
 # Parameters that have no sensible page when bad: a 400 that names them.
 REFUSED = {
-    "/pipeline/requests/": ("newer", "live", "after"),
+    "/pipeline/requests/": ("live", "after"),
     "/sessions/": ("after",),
     "/pipeline/": ("refresh",),
     "/sessions/S1/": ("unfold",),
@@ -130,8 +130,6 @@ def test_a_hostile_flag_or_cursor_is_a_400_that_names_it(
 ):
     if name in ("a", "b") and len(value) <= 1000:
         return  # any text names a turn to compare; none of these exist, which the page says
-    if name == "newer" and value == "-1":
-        return  # a time like any other (of a row written by a broken clock)
     page = viewer_client.get(path, {name: value, "keep": "me"})
     assert page.status_code == 400
     assert f"{name}=" in page.content.decode()
@@ -195,15 +193,6 @@ def test_pages_chain_across_a_row_whose_time_is_a_real_number(viewer_client, led
     assert len(ids) == len(set(ids)) == 60
 
 
-def test_live_mode_does_not_repeat_a_row_whose_time_is_a_real_number(viewer_client, ledger):
-    ledger.request(id="R-shown", started_at=T0 + 0.5)  # the newest row on the page
-    ledger.request(id="R-new", started_at=T0 + 1)
-    body = viewer_client.get(
-        f"/pipeline/requests/?newer={T0 + 0.5}", headers={"HX-Request": "true"}
-    ).content.decode()
-    assert "R-new" in body and "R-shown" not in body
-
-
 ODD_TIMES = (
     [T0 + i for i in range(40)]
     + [T0 + i + 0.5 for i in range(20)]  # REAL
@@ -250,16 +239,6 @@ def test_the_older_link_follows_a_text_time_as_a_person_would(viewer_client, odd
 
 def _row_links(page: str) -> set[str]:
     return set(re.findall(r'href="/(?:pipeline/requests|sessions)/(X\d{3})/"', page))
-
-
-def test_live_mode_does_not_bring_back_a_row_whose_time_is_text(viewer_client, ledger):
-    ledger.request(id="R-text", started_at="2025-11-24T10:00:00")  # sorts above every number
-    ledger.request(id="R-shown", started_at=T0)
-    ledger.request(id="R-new", started_at=T0 + 1)
-    body = viewer_client.get(
-        f"/pipeline/requests/?newer={T0}", headers={"HX-Request": "true"}
-    ).content.decode()
-    assert "R-new" in body and "R-text" not in body
 
 
 @pytest.mark.parametrize(

@@ -198,18 +198,11 @@ def test_list_pages_chain_without_repeats(viewer_client, ledger):
     assert len(ids) == len(set(ids)) == 60
 
 
-def test_live_mode_asks_only_for_newer_rows(viewer_client, pipeline):
-    body = viewer_client.get(
-        f"/pipeline/requests/?newer={T0 + 3 * H}", headers={"HX-Request": "true"}
-    ).content.decode()
-    parse_fragment(body, container="tbody")
-    assert "R-after" in body and "R06" not in body
-
-
 def test_the_list_runs_a_bounded_number_of_queries(
     viewer_client, pipeline, django_assert_max_num_queries
 ):
-    with django_assert_max_num_queries(4, connection=connections[LEDGER]):
+    # 4, and 2 for the live bar's cursor (the ledger's tables and their marks).
+    with django_assert_max_num_queries(6, connection=connections[LEDGER]):
         viewer_client.get("/pipeline/requests/?status=failed")
 
 
@@ -540,25 +533,16 @@ def test_list_rows_show_each_request_escaped_and_link_to_it(viewer_client, ledge
     assert viewer_client.get(reverse("pipeline:request", args=["R/1 <x>"])).status_code == 200
 
 
-def test_auto_refresh_says_its_state_and_its_link_turns_it_on_and_off(viewer_client, pipeline):
-    def refresh_control(url: str) -> tuple[str, str, bool]:
+def test_the_dashboard_follows_the_ledger_and_its_old_auto_refresh_address_still_opens(
+    viewer_client, pipeline
+):
+    """The 30-second auto-refresh gave way to live updates (live/): refresh=1, its address,
+    opens the same dashboard, which follows the ledger while its window reaches now."""
+    for url in ("/pipeline/?" + urlencode(WINDOW), "/pipeline/?refresh=1"):
         page = viewer_client.get(url).content.decode()
-        (box,) = [
-            div
-            for div in parse_html(page).iter("div")
-            if "Auto-refresh" in "".join(div.itertext()) and div.get("class") == "filter"
-        ]
-        (link,) = box.iter("a")
-        state = " ".join("".join(box.itertext()).split())
-        return state, urljoin(url, link.get("href")), "every 30s" in page
-
-    dashboard = "/pipeline/?" + urlencode(WINDOW)
-    state, turn_on, refreshing = refresh_control(dashboard)
-    assert state == "Auto-refresh off · turn on (every 30 s)" and not refreshing
-    state, stop, refreshing = refresh_control(turn_on)
-    assert state == "Auto-refresh every 30 s · stop" and refreshing
-    state, _, refreshing = refresh_control(stop)
-    assert state.startswith("Auto-refresh off") and not refreshing
+        assert "Auto-refresh" not in page and "every 30s" not in page
+        assert ('data-live-kind="pipeline"' in page) == ("since" not in url), url
+    assert 'data-live-kind="pipeline"' in viewer_client.get("/pipeline/?window=7d").content.decode()
 
 
 def test_a_chart_with_nothing_to_count_says_so_instead_of_drawing_bare_axes(

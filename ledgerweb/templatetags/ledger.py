@@ -19,6 +19,7 @@ for _format in (
     formatting.tokens,
     formatting.duration,
     formatting.milliseconds,
+    formatting.elapsed,
     formatting.short_model,
     formatting.percent,
     formatting.ledger_bool,

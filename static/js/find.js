@@ -98,8 +98,10 @@
     event.preventDefault();
   });
 
-  // The tree is redrawn when it is (un)folded: mark its rows again.
+  // The tree is redrawn when it is (un)folded, and rows come and go on a live page: mark its rows
+  // again.
   document.addEventListener("htmx:afterSwap", function () { if (form()) mark(); });
+  document.addEventListener("live:updated", function () { if (form()) mark(); });
 
   // A link to a tool call (#call-…, from search or an id jump) opens it where it lands, even in
   // a long list whose calls start closed.

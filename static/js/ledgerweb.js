@@ -1,5 +1,5 @@
-// ledgerweb: mounts every Plotly chart on the page, on load and after each htmx swap, and wires
-// the copy buttons. A chart is a <div class="chart" data-figure="{JSON}"> whose figure was built
+// ledgerweb: mounts every Plotly chart on the page, on load and after each htmx swap or live
+// update, and wires the copy buttons. A chart is a <div class="chart" data-figure="{JSON}"> whose figure was built
 // on the server; plotly.js is loaded only by pages with charts.
 (function () {
   "use strict";
@@ -92,4 +92,6 @@
     mountCharts(event.target);
     keepAnchor();
   });
+  // A live page redrew part of itself (static/js/live.js): its charts take their new figures.
+  document.addEventListener("live:updated", function (event) { mountCharts(event.target); });
 })();

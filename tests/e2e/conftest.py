@@ -55,13 +55,24 @@ def browser():
         browser.close()
 
 
+# What the browser says of a request made while the test holds the network down (a test marked
+# drops_connection): expected there, and only there.
+OFFLINE = "net::ERR_INTERNET_DISCONNECTED"
+
+
 @pytest.fixture
-def page(browser):
+def page(browser, request):
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     context.add_init_script(RECORD_CSP_VIOLATIONS)
     page = context.new_page()
     problems = []
-    page.on("console", lambda m: m.type == "error" and problems.append(f"console: {m.text}"))
+    offline_expected = request.node.get_closest_marker("drops_connection") is not None
+
+    def on_console(message) -> None:
+        if message.type == "error" and not (offline_expected and OFFLINE in message.text):
+            problems.append(f"console: {message.text}")
+
+    page.on("console", on_console)
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
     yield page
     try:

@@ -84,7 +84,7 @@ def test_from_the_failures_bar_to_the_failing_tool_call(
     expect(page.locator("#call-C-fail")).to_contain_text("book_flight")
 
 
-def test_live_mode_adds_new_requests_on_top_and_keeps_the_filters(
+def test_new_requests_come_as_a_banner_that_inserts_them_and_keeps_the_filters(
     page, live_server, viewer, ledger, sign_in
 ):
     ledger.request(
@@ -96,8 +96,9 @@ def test_live_mode_adds_new_requests_on_top_and_keeps_the_filters(
         error_message="old",
     )
     ledger.request(id="OLD-OK", started_at=T0 + 1)
-    sign_in("vera", next_url="/pipeline/requests/?status=failed&live=1")
-    expect(page.locator("table.requests tbody tr")).to_have_count(1)
+    sign_in("vera", next_url="/pipeline/requests/?status=failed")
+    rows = page.locator("table.requests tbody tr")
+    expect(rows).to_have_count(1)
     # The runtime writes while we watch: one new failure and one new success.
     ledger.request(
         id="NEW-FAIL",
@@ -108,7 +109,11 @@ def test_live_mode_adds_new_requests_on_top_and_keeps_the_filters(
         error_message="new",
     )
     ledger.request(id="NEW-OK", started_at=T0 + 10_001)
-    rows = page.locator("table.requests tbody tr")
-    expect(rows).to_have_count(2, timeout=12_000)
+    banner = page.locator("#live-bar [data-live-news]")
+    expect(banner).to_have_text("1 new request — show", timeout=5_000)
+    expect(rows).to_have_count(1)  # nothing moves under the reader until asked
+    banner.click()
+    expect(rows).to_have_count(2)
     expect(rows.first).to_contain_text("new")
-    expect(page).to_have_url(re.compile(r"status=failed.*live=1|live=1.*status=failed"))
+    expect(banner).to_be_hidden()
+    expect(page).to_have_url(re.compile(r"status=failed"))
