@@ -123,12 +123,12 @@ POSTGRES_LEDGER_TESTS = $(patsubst %,tests/test_%.py,session_list session_page t
 	turn_usage windows hostile_ledger admin health overview databases postgres_ledger \
 	import_command retention search search_index otel_export otel_receiver long_value_links \
 	stage_durations annotating annotation_filters annotation_search datasets issues_inbox \
-	issue_lifecycle alerts)
+	issue_lifecycle alerts live)
 # And in the browser: the walker over the demo ledger shipped into PostgreSQL by ledger_ship
 # (every page and control), and the journeys: session tree and fork, request page and live
-# mode, charts and their click-through, archiving, signing in, search (about 4 min).
+# pages, charts and their click-through, archiving, signing in, search (about 6 min).
 POSTGRES_BROWSER_TESTS = $(patsubst %,tests/e2e/test_%.py,walker sessions pipeline charts \
-	cost_bars archive_journey sign_in search_journeys)
+	cost_bars archive_journey sign_in search_journeys live_session live_requests)
 
 test: setup browser postgres receiver
 	$(BIN)/pytest
@@ -149,10 +149,12 @@ soak: setup
 # of checking the charts' stored hours (bench/rollup_checks.py, on the pipeline bench's ledger),
 # and the first look at that ledger on a fresh install, the summariser running (bench/first_look.py).
 # Then that ledger shipped into a throwaway PostgreSQL and the same pages timed on both
-# (bench/postgres_ledger_bench.py, ~16-20 minutes on 2 cores). Last, the OpenTelemetry export
+# (bench/postgres_ledger_bench.py, ~16-20 minutes on 2 cores). Then the OpenTelemetry export
 # of the scale ledger to a loopback receiver, rows per second and memory (~3 minutes). And the
 # failure inbox and the alert rules' CPU on the scale ledger (bench/issues_bench.py; its hourly
-# summaries built once into a database of its own, ~15 minutes the first time).
+# summaries built once into a database of its own, ~15 minutes the first time). Last, 50 live
+# pages beside 8 browsing clients on a copy of the scale ledger written every 50 ms
+# (bench/live_bench.py, ~8 minutes with the copy).
 bench: $(VENV)/.installed-bench postgres
 	$(PY) -m bench.scale_bench --write-doc $(BENCH_ARGS)
 	$(PY) -m bench.tree_pages --write-doc
@@ -163,6 +165,7 @@ bench: $(VENV)/.installed-bench postgres
 	$(PY) -m bench.issues_bench --write-doc
 	$(PY) -m bench.postgres_ledger_bench --write-doc
 	$(PY) -m bench.otel_export_bench --write-doc
+	$(PY) -m bench.live_bench --write-doc
 
 $(VENV)/.installed-bench: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[dev,bench]'

@@ -58,24 +58,29 @@ def is_live_demo(path: Path) -> bool:
 class LiveWriter:
     """One step of the demo's agent at a time, on its own connection to the ledger file."""
 
-    def __init__(self, path: Path, rng: random.Random | None = None):
+    def __init__(self, path: Path, rng: random.Random | None = None,
+                 turns_per_session: int = TURNS_PER_SESSION):  # fmt: skip
         self.path = path
         self.rng = rng or random.Random()
+        self.turns_per_session = turns_per_session
         self.ids = UlidFactory(self.rng)
         self.content = ContentPools(self.rng)
         self.tools = ToolPools(self.rng)
         self.steps = 0
 
-    def step(self) -> str:
+    def step(self, conn: sqlite3.Connection | None = None) -> str:
+        """One write transaction; on `conn` if given (a writer that commits often keeps one)."""
         self.steps += 1
-        conn = sqlite3.connect(self.path, timeout=5, isolation_level=None)
+        own = conn is None
+        conn = conn or sqlite3.connect(self.path, timeout=5, isolation_level=None)
         try:
             with write_transaction(conn):
                 said = self._advance(conn)
                 if self.steps % QUICK_REQUEST_EVERY == 0:
                     self._quick_request(conn)
         finally:
-            conn.close()
+            if own:
+                conn.close()
         return said
 
     # -- What comes next, read from the ledger --------------------------------------------------
@@ -104,7 +109,7 @@ class LiveWriter:
             " WHERE routing_key = ? ORDER BY rowid DESC LIMIT 1",
             (ROUTING_KEY,),
         ).fetchone()
-        if found and found[1] < TURNS_PER_SESSION:
+        if found and found[1] < self.turns_per_session:
             return found[0]
         return self._new_session(conn)
 

@@ -450,6 +450,11 @@
   });
   document.addEventListener("scroll", function () { if (state.newTurns.length) showNewTurns(); }, true);
 
+  // Shown at once (before the page's other scripts measure their layout on DOMContentLoaded):
+  // without this script the bar stays hidden, and the page is as it was drawn.
+  var shown = bar();
+  if (shown) shown.hidden = false;
+
   document.addEventListener("DOMContentLoaded", function () {
     var live = bar();
     if (!live) return;

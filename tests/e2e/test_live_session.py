@@ -77,6 +77,7 @@ def test_turns_calls_and_statuses_appear_as_written_and_the_reader_keeps_their_p
     page.fill("form.find-in-session input[name=q]", "deploy")
     page.keyboard.press("Enter")
     expect(page.locator(".tree-row.find-hit")).to_have_count(6)
+    expect(page.locator("#panel")).to_contain_text("Step 0: deploy")  # the first match's panel
     page.locator("#turn-R").click()
     expect(page.locator("#panel")).to_contain_text("Roll the release out")
     page.keyboard.press("k")

@@ -95,6 +95,7 @@ def test_the_map_works_without_javascript(browser, live_server, viewer, long_tre
     page.fill("#id_username", "vera")
     page.fill("#id_password", "pw")
     page.click("button[type=submit]")
+    page.wait_for_load_state()  # the tree's page, not the login form that was left
     links = page.locator(".tree-map a.map-link")
     assert links.count() > 10
     # A band of this page's rows scrolls the tree to its row.

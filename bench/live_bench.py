@@ -1,0 +1,513 @@
+"""Live pages under load (issue 29): fifty open live pages must not slow anyone down.
+
+    .venv/bin/python -m bench.live_bench [--seconds 60] [--pages 50] [--clients 8] [--write-doc]
+
+On a copy of the large bench ledger (var/bench/scale.sqlite3, built by `make bench`'s first step;
+copied to var/bench/live-scale.sqlite3, because the writer writes to it), served as `make serve`
+serves it (gunicorn, 2 sync workers, the last two days summarised as the background process
+keeps them), with a writer committing every 50 ms (demo/live_writer.LiveWriter on its own
+process: a session's turns begin, stream tool calls, end; requests go stage by stage; quick
+requests arrive):
+
+1. browsing alone: --clients signed-in clients walk every page of the contract (tools.soak);
+2. the same with --pages live pages open beside them. Each live page is simulated over HTTP as
+   static/js/live.js behaves: it polls its endpoint at the interval the server says, and when told
+   that its part changed it fetches its page again (the session, request and overview pages), or
+   its chart cards (the dashboard), or counts the new requests (the request list). The mix: 10
+   session pages following the writer's session, 5 request lists, 25 session pages of other
+   sessions (the 5,000-turn one among them), 5 pages of requests left processing, 3 dashboards
+   and 2 overviews.
+
+Measured: the browsing pages' p50/p95 in both runs (target: p95 within 20 %); the delay from a
+commit to the page showing it (the writer notes each commit's time and rowids; a page "shows" a
+row once it applied an answer or a page drawn at a cursor at or above that rowid) for the
+session pages following the writer (target p95 ≤ 2 s) and the request lists, dashboards and
+overviews; then, without browsing: the server's CPU and memory for 50 idle live pages (pages of
+sessions nobody writes) with and without the writer, per page. Last, the road not taken: the same
+50 pages as server-sent-event streams on an ASGI server (bench/live_sse_prototype.py, uvicorn, no
+Django: a lower bound), its CPU and memory.
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+from contextlib import closing
+from dataclasses import dataclass, field
+from html import unescape
+from pathlib import Path
+
+import psutil
+
+from bench.scale_ledger import BENCH, LEDGER, ROOT, ensure_ledger, long_session
+from tools.docfile import publish
+from tools.soak import (
+    PYTHON,
+    Browser,
+    Tally,
+    browse,
+    collect_static,
+    environment,
+    free_port,
+    prepare_django,
+    start_server,
+)
+
+COPY = BENCH / "live-scale.sqlite3"
+DJANGO_DB = BENCH / "live-django.sqlite3"
+HEADING = "# Live pages under load (issue 29)"
+COMMIT_EVERY_S = 0.05
+WORKERS = 2
+
+
+# -- The writer (its own process, as an agent runtime is) -----------------------------------------
+
+
+def write(path: Path, until: float, out: Path) -> None:
+    """Commit a LiveWriter step every COMMIT_EVERY_S until `until`; note each commit's time, what
+    it did and the tables' largest rowids after it."""
+    from demo.live_writer import LiveWriter
+
+    writer = LiveWriter(path, random.Random(29), turns_per_session=10**9)
+    conn = sqlite3.connect(path, timeout=10, isolation_level=None)
+    notes = []
+    while time.time() < until:
+        started = time.time()
+        try:
+            said = writer.step(conn)
+        except sqlite3.OperationalError as error:
+            said = f"error: {error}"
+        committed = time.time()
+        turns, requests = conn.execute(
+            "SELECT (SELECT max(rowid) FROM turns), (SELECT max(rowid) FROM nexus_requests)"
+        ).fetchone()
+        notes.append((committed, said, turns, requests, committed - started))
+        time.sleep(max(0.0, COMMIT_EVERY_S - (time.time() - started)))
+    conn.close()
+    out.write_text(json.dumps(notes))
+
+
+def start_writer(seconds: float, tag: str) -> tuple[subprocess.Popen, Path, float]:
+    out = BENCH / f"live-writer-{tag}.json"
+    until = time.time() + seconds
+    process = subprocess.Popen(
+        [PYTHON, "-m", "bench.live_bench", "--writer", str(COPY), str(until), str(out)],
+        cwd=ROOT, env=environment(COPY, DJANGO_DB, "ledgerweb.settings"),
+    )  # fmt: skip
+    return process, out, until
+
+
+# -- Live pages, as static/js/live.js behaves ----------------------------------------------------
+
+BAR = re.compile(r'<div class="live-bar[^>]*data-live [^>]*>')
+ATTRIBUTE = re.compile(r'data-live-([a-z-]+)="([^"]*)"')
+MARKS = ("sessions", "turns", "messages", "tool_calls", "nexus_requests")
+
+
+def bar_of(html: str) -> dict | None:
+    found = BAR.search(html)
+    return {k: unescape(v) for k, v in ATTRIBUTE.findall(found[0])} if found else None
+
+
+def mark(cursor: str, table: str) -> int:
+    return int(cursor.split(".")[2 + MARKS.index(table)])
+
+
+@dataclass
+class LivePage:
+    """One open live page: its path, what it follows, and what it saw when."""
+
+    path: str
+    follows: str  # "writer" (the writer's session), "requests", "pipeline", "ledger" or "idle"
+    applied: list = field(default_factory=list)  # (time, cursor) of each state shown
+    polls: int = 0
+    fetches: int = 0
+    errors: int = 0
+
+    def run(self, base: str, cookies, stop: threading.Event) -> None:
+        browser = Browser(base)
+        browser.opener = cookies
+        status, body = browser.get(self.path)
+        live = bar_of(body.decode(errors="replace")) if status == 200 else None
+        if live is None:
+            self.errors += 1
+            return
+        cursor, every = live["cursor"], int(live["every"]) / 1000
+        self.applied.append((time.time(), cursor))
+        while not stop.wait(every):
+            query = ("&" if "?" in live["url"] else "?") + f"cursor={cursor}"
+            try:
+                status, body = browser.get(live["url"] + query, {"Accept": "application/json"})
+                self.polls += 1
+                if status != 200:
+                    self.errors += 1
+                    continue
+                answer = json.loads(body)
+                every = answer.get("every_ms", every * 1000) / 1000
+                if not answer["changed"] or live["kind"] == "requests":
+                    cursor = answer["cursor"]
+                elif live["kind"] == "pipeline":
+                    for chart in CHARTS:
+                        browser.get(f"/pipeline/charts/{chart}/?window=24h", {"HX-Request": "true"})
+                    self.fetches += 1
+                    cursor = answer["cursor"]
+                else:
+                    status, body = browser.get(self.path)
+                    self.fetches += 1
+                    drawn = bar_of(body.decode(errors="replace")) if status == 200 else None
+                    cursor = drawn["cursor"] if drawn else answer["cursor"]
+                self.applied.append((time.time(), cursor))
+            except (OSError, ValueError, urllib.error.URLError):
+                self.errors += 1
+
+
+CHARTS = ("throughput", "failures", "stage-timings", "hooks", "sources", "tokens", "delivery")
+
+
+def pick_pages(count: int, writer_session: str) -> list[LivePage]:
+    """The mix of open pages (see the module's docstring), scaled to `count`."""
+    with closing(sqlite3.connect(f"file:{COPY}?mode=ro", uri=True)) as conn:
+        long = long_session(conn)
+        others = [sid for (sid,) in conn.execute(
+            "SELECT id FROM sessions WHERE rowid IN (SELECT abs(random()) % (SELECT max(rowid)"
+            " FROM sessions) FROM turns LIMIT 200) LIMIT 40")]  # fmt: skip
+        processing = [rid for (rid,) in conn.execute(
+            "SELECT id FROM nexus_requests WHERE status = 'processing' LIMIT 10")]  # fmt: skip
+    idle_sessions = ([long[0]] if long else []) + [s for s in others if s != writer_session]
+    mix = (
+        [LivePage(f"/sessions/{writer_session}/", "writer") for _ in range(10)]
+        + [LivePage("/pipeline/requests/", "requests") for _ in range(5)]
+        + [LivePage(f"/sessions/{s}/", "idle") for s in idle_sessions[:25]]
+        + [LivePage(f"/pipeline/requests/{r}/", "idle") for r in processing[:5]]
+        + [LivePage("/pipeline/?window=24h", "pipeline") for _ in range(3)]
+        + [LivePage("/", "ledger") for _ in range(2)]
+    )
+    return [mix[i % len(mix)] if i < len(mix) else LivePage(mix[i % len(mix)].path,
+            mix[i % len(mix)].follows) for i in range(count)]  # fmt: skip
+
+
+def idle_pages(count: int, writer_session: str) -> list[LivePage]:
+    return [p for p in pick_pages(200, writer_session) if p.follows == "idle"][:count]
+
+
+def open_pages(base: str, pages: list[LivePage], stop: threading.Event) -> list[threading.Thread]:
+    signed_in = Browser(base)
+    signed_in.sign_in()
+    threads = []
+    for n, page in enumerate(pages):
+        thread = threading.Thread(target=page.run, args=(base, signed_in.opener, stop), daemon=True)
+        thread.start()
+        threads.append(thread)
+        if n % 10 == 9:
+            time.sleep(0.2)  # tabs are not all opened in the same instant
+    return threads
+
+
+def delays(pages: list[LivePage], notes: list, kind: str) -> list[float]:
+    """Seconds from each commit a page should show to the first state it applied that holds it."""
+    table = "turns" if kind == "writer" else "nexus_requests"
+    if kind == "writer":
+        commits = [(t, turns) for t, said, turns, _, _ in notes if said.endswith(" began")]
+    else:
+        commits = [(t, rowid) for t, said, _, rowid, _ in notes if not said.startswith("error")]
+    found = []
+    for page in (p for p in pages if p.follows == kind):
+        states = page.applied[1:]
+        for committed, rowid in commits:
+            if committed < page.applied[0][0] + 1:
+                continue  # before the page was open
+            seen = next((t for t, cursor in states if mark(cursor, table) >= rowid), None)
+            if seen is not None:
+                found.append(seen - committed)
+    return found
+
+
+# -- The server's cost -----------------------------------------------------------------------------
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        try:
+            times = psutil.Process(pid).cpu_times()
+            total += times.user + times.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def rss_mb(pids: list[int]) -> float:
+    return sum(psutil.Process(pid).memory_info().rss for pid in pids) / 1e6
+
+
+def server_pids(server) -> list[int]:
+    parent = psutil.Process(server.process.pid)
+    return [parent.pid] + [child.pid for child in parent.children(recursive=True)]
+
+
+def percentile(values: list[float], share: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+# -- Runs ------------------------------------------------------------------------------------------
+
+
+def browsing_run(server, seconds: float, clients: int, pages: list[LivePage], tag: str) -> dict:
+    writer, out, until = start_writer(seconds, tag)
+    stop = threading.Event()
+    tally = Tally()
+    threads = open_pages(server.url, pages, stop) if pages else []
+    workers = [threading.Thread(target=browse, args=(server.url, until, tally, i / clients))
+               for i in range(clients)]  # fmt: skip
+    pids = server_pids(server)
+    cpu = cpu_seconds(pids)
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    stop.set()
+    writer.wait()
+    for thread in threads:
+        thread.join(timeout=30)
+    notes = json.loads(out.read_text())
+    return {
+        "tally": tally,
+        "notes": notes,
+        "pages": pages,
+        "cpu": cpu_seconds(pids) - cpu,
+        "rss": rss_mb(server_pids(server)),
+        "seconds": seconds,
+    }
+
+
+def idle_run(server, seconds: float, pages: list[LivePage], with_writer: bool, tag: str) -> dict:
+    writer = start_writer(seconds, tag)[0] if with_writer else None
+    stop = threading.Event()
+    threads = open_pages(server.url, pages, stop) if pages else []
+    time.sleep(2)  # every page open and drawn
+    pids = server_pids(server)
+    cpu, started = cpu_seconds(pids), time.time()
+    time.sleep(seconds - 4)
+    spent, took = cpu_seconds(pids) - cpu, time.time() - started
+    rss = rss_mb(server_pids(server))
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=30)
+    if writer:
+        writer.wait()
+    return {"cpu_per_s": spent / took, "rss": rss, "polls": sum(p.polls for p in pages)}
+
+
+def sse_run(seconds: float, streams: int) -> dict:
+    """The prototype under uvicorn, `streams` open streams, the writer committing."""
+    import http.client
+
+    port = free_port()
+    env = environment(COPY, DJANGO_DB, "ledgerweb.settings")
+    uvicorn = Path(sys.executable).with_name("uvicorn")
+    process = subprocess.Popen(
+        [str(uvicorn), "bench.live_sse_prototype:app", "--port", str(port), "--log-level",
+         "warning"], cwd=ROOT, env=env,
+    )  # fmt: skip
+    try:
+        for _ in range(100):
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                conn.request("GET", "/")
+                conn.getresponse().read()
+                break
+            except OSError:
+                time.sleep(0.1)
+        base_rss = rss_mb([process.pid])
+        events, stop = [0], threading.Event()
+
+        def listen() -> None:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=seconds + 30)
+            conn.request("GET", "/stream")
+            response = conn.getresponse()
+            while not stop.is_set():
+                line = response.fp.readline()
+                if not line:
+                    return
+                if line.startswith(b"data:"):
+                    events[0] += 1
+
+        threads = [threading.Thread(target=listen, daemon=True) for _ in range(streams)]
+        for thread in threads:
+            thread.start()
+        time.sleep(2)
+        idle_cpu, started = cpu_seconds([process.pid]), time.time()
+        time.sleep(min(10, seconds / 3))
+        idle = (cpu_seconds([process.pid]) - idle_cpu) / (time.time() - started)
+        writer = start_writer(seconds, "sse")[0]
+        busy_cpu, started = cpu_seconds([process.pid]), time.time()
+        writer.wait()
+        busy = (cpu_seconds([process.pid]) - busy_cpu) / (time.time() - started)
+        rss = rss_mb([process.pid])
+        stop.set()
+        return {"idle": idle, "busy": busy, "rss": rss, "base_rss": base_rss,
+                "events": events[0]}  # fmt: skip
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+# -- The report ------------------------------------------------------------------------------------
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (5 min {five:.1f}) on {os.cpu_count()} cores"
+
+
+def report(args, alone: dict, beside: dict, idle: dict, sse: dict | None, loads: str) -> str:
+    a, b = alone["tally"].seconds, beside["tally"].seconds
+    p95a, p95b = percentile(a, 0.95) * 1000, percentile(b, 0.95) * 1000
+    lines = [
+        HEADING,
+        "",
+        f"Command: `.venv/bin/python -m bench.live_bench --seconds {args.seconds:g} --pages"
+        f" {args.pages} --clients {args.clients} --write-doc` (in `make bench`). A copy of the"
+        " large bench ledger, gunicorn with 2 sync workers, a writer committing every 50 ms"
+        f" ({len(beside['notes']):,} commits in the second run). Measured at {loads}: other"
+        " developers were working on the machine, so compare the two runs with each other.",
+        "",
+        "| run | browsing requests | p50 | p95 | server CPU (s per s) | server RSS |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, run in (("browsing alone", alone), (f"browsing + {args.pages} live pages", beside)):
+        seconds = run["tally"].seconds
+        lines.append(
+            f"| {name} | {len(seconds):,} | {percentile(seconds, 0.5) * 1000:.0f} ms |"
+            f" {percentile(seconds, 0.95) * 1000:.0f} ms | {run['cpu'] / run['seconds']:.2f} |"
+            f" {run['rss']:.0f} MB |"
+        )
+    change = (p95b / p95a - 1) * 100 if p95a else float("nan")
+    lines += [
+        "",
+        f"The browsing pages' p95 with the live pages open: {change:+.0f} % (target: within"
+        " +20 %).",
+        "",
+        "| live pages | open | polls | page fetches | commit → screen p50 | p95 | max |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    pages = beside["pages"]
+    for kind, label in (("writer", "session being written"), ("requests", "request list"),
+                        ("pipeline", "dashboard"), ("ledger", "overview"),
+                        ("idle", "others (nothing written)")):  # fmt: skip
+        chosen = [p for p in pages if p.follows == kind]
+        if not chosen:
+            continue
+        found = delays(pages, beside["notes"], kind) if kind != "idle" else []
+        spread = (
+            f"{percentile(found, 0.5):.2f} s | {percentile(found, 0.95):.2f} s | {max(found):.2f} s"
+            if found
+            else "— | — | —"
+        )
+        lines.append(
+            f"| {label} | {len(chosen)} | {sum(p.polls for p in chosen):,} |"
+            f" {sum(p.fetches for p in chosen):,} | {spread} |"
+        )
+    errors = sum(p.errors for p in pages)
+    lines += [
+        "",
+        f"Errors on the live pages: {errors}. Statuses of the browsing requests beside them:"
+        f" {dict(sorted(beside['tally'].statuses.items()))}.",
+        "",
+        f"Idle live pages (pages of sessions and requests nobody writes), {args.pages} open, no"
+        " browsing:",
+        "",
+        "| ledger | server CPU for all of them | per page | server RSS with them | without |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, key in (("unchanged (no writer)", "still"), ("written every 50 ms", "moving")):
+        run, base = idle[key], idle[key + "-base"]
+        cpu = run["cpu_per_s"] - base["cpu_per_s"]
+        lines.append(
+            f"| {name} | {cpu * 1000:.0f} ms per s | {cpu * 1000 / args.pages:.1f} ms per s |"
+            f" {run['rss']:.0f} MB | {base['rss']:.0f} MB |"
+        )
+    if sse:
+        lines += [
+            "",
+            f"The road not taken, for comparison: {args.pages} server-sent-event streams on an ASGI"
+            " server (bench/live_sse_prototype.py under uvicorn, no Django, so a lower bound):"
+            f" {sse['idle'] * 1000:.0f} ms of CPU per second while the ledger is still,"
+            f" {sse['busy'] * 1000:.0f} ms per second while it is written every 50 ms"
+            f" ({sse['events']:,} events sent), {sse['rss']:.0f} MB resident"
+            f" ({sse['rss'] - sse['base_rss']:.1f} MB for the streams). It would need a server of"
+            " its own beside gunicorn's sync workers, and each event would still cost a page"
+            " its check and its redraw: docs/decisions.md says why the pages poll instead.",
+        ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--pages", type=int, default=50)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--keep-copy", action="store_true",
+                        help="reuse var/bench/live-scale.sqlite3 if it is there")  # fmt: skip
+    parser.add_argument("--no-sse", action="store_true", help="skip the SSE prototype")
+    parser.add_argument("--write-doc", action="store_true")
+    parser.add_argument("--writer", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.writer:
+        write(Path(args.writer[0]), float(args.writer[1]), Path(args.writer[2]))
+        return
+
+    ensure_ledger(environment(LEDGER, DJANGO_DB, "ledgerweb.settings"))
+    if not (args.keep_copy and COPY.exists()):
+        print(f"copying {LEDGER.name} to {COPY.name} (the writer writes to it)", file=sys.stderr)
+        for suffix in ("-wal", "-shm"):
+            Path(f"{COPY}{suffix}").unlink(missing_ok=True)
+        shutil.copyfile(LEDGER, COPY)
+    DJANGO_DB.unlink(missing_ok=True)
+    env = environment(COPY, DJANGO_DB, "ledgerweb.settings")
+    collect_static()
+    prepare_django(env)
+    # The background process keeps the newest hours summarised; the dashboards lean on that.
+    subprocess.run([PYTHON, "manage.py", "ledger_rollup", "--days", "2"], cwd=ROOT, env=env,
+                   check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    # A first step so the writer's session exists before the pages are chosen.
+    write(COPY, time.time() + 0.5, BENCH / "live-writer-first.json")
+    with closing(sqlite3.connect(f"file:{COPY}?mode=ro", uri=True)) as conn:
+        (writer_session,) = conn.execute(
+            "SELECT id FROM sessions WHERE routing_key = 'cursor:ledgerweb:live-demo'"
+            " ORDER BY rowid DESC LIMIT 1"
+        ).fetchone()
+    server = start_server(env, WORKERS, BENCH / "live-gunicorn.log")
+    loads = []
+    try:
+        loads.append(load())
+        alone = browsing_run(server, args.seconds, args.clients, [], "alone")
+        loads.append(load())
+        beside = browsing_run(server, args.seconds, args.clients,
+                              pick_pages(args.pages, writer_session), "beside")  # fmt: skip
+        idle = {}
+        for key, with_writer in (("still", False), ("moving", True)):
+            quiet = max(20.0, args.seconds / 2)
+            idle[key + "-base"] = idle_run(server, quiet, [], with_writer, key + "-base")
+            pages = idle_pages(args.pages, writer_session)
+            idle[key] = idle_run(server, quiet, pages, with_writer, key)
+        loads.append(load())
+    finally:
+        server.stop()
+    sse = None if args.no_sse else sse_run(max(20.0, args.seconds / 2), args.pages)
+    publish(HEADING, report(args, alone, beside, idle, sse, "; ".join(loads)), args.write_doc)
+
+
+if __name__ == "__main__":
+    main()
