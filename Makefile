@@ -150,7 +150,8 @@ soak: setup
 # and the first look at that ledger on a fresh install, the summariser running (bench/first_look.py).
 # Then that ledger shipped into a throwaway PostgreSQL and the same pages timed on both
 # (bench/postgres_ledger_bench.py, ~16-20 minutes on 2 cores). Then the OpenTelemetry export
-# of the scale ledger to a loopback receiver, rows per second and memory (~3 minutes). And the
+# of the scale ledger to a loopback receiver, rows per second and memory (~3 minutes). Then the
+# session pages with 10,000 annotations and a 100,000-record dataset export (~12 minutes). And the
 # failure inbox and the alert rules' CPU on the scale ledger (bench/issues_bench.py; its hourly
 # summaries built once into a database of its own, ~15 minutes the first time). Last, 50 live
 # pages beside 8 browsing clients on a copy of the scale ledger written every 50 ms
@@ -166,6 +167,7 @@ bench: $(VENV)/.installed-bench postgres
 	$(PY) -m bench.postgres_ledger_bench --write-doc
 	$(PY) -m bench.otel_export_bench --write-doc
 	$(PY) -m bench.live_bench --write-doc
+	$(PY) -m bench.annotations_bench --write-doc
 
 $(VENV)/.installed-bench: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[dev,bench]'

@@ -8,7 +8,9 @@
     .venv/bin/python -m bench.screenshots --url http://127.0.0.1:8600 --user admin \\
         --password "$PASSWORD" [overview thread ...]  # names: only these
 
-The failure inbox's shots read the hours the summaries hold: run `ledger_rollup` first.
+The failure inbox's shots read the hours the summaries hold: run `ledger_rollup` first. The
+annotations, the preference and the review queue the shots show are made through the pages by
+the signed-in user (issue 31), once: a second run finds them.
 Desktop shots are 1280 px wide, phone shots (`*-phone.png`) 390 px at twice the pixel density;
 each is cropped to its first screens so it stays at about 400 KB at most. The pages shown are
 chosen by SQL on the ledger (read-only), so a rebuilt demo ledger gives the same kind of page. The
@@ -60,11 +62,42 @@ REQUEST_SQL = """SELECT id FROM nexus_requests WHERE status = 'failed' AND turn_
 
 # The issue with the most failures over the last 7 days, found through the inbox's JSON twin.
 BUSIEST_ISSUE = "busiest issue"
+# The first item of a review queue of the week's failed turns, made through the page (issue 31).
+REVIEW_ITEM = "review item"
 
 
 def busiest_issue(page, url: str) -> str:
     found = page.request.get(f"{url}/pipeline/issues/?window=7d&sort=count&format=json").json()
     return found["issues"][0]["url"] + "?window=7d"
+
+
+def review_item(page, url: str) -> str:
+    """Make a queue of the last 7 days' failed turns as a person does, and start it."""
+    page.goto(f"{url}/review/")
+    page.select_option("#r-source", "failed")
+    page.select_option("#r-window", "7d")
+    page.click("text=Make the queue")
+    page.click("#start-review")
+    page.wait_for_load_state()
+    return page.url.removeprefix(url)
+
+
+def annotate_for_shots(page, url: str, turn: str, point: str) -> None:
+    """Annotations and a preference, made through the pages, for the shots to show (issue 31):
+    the failed turn labelled and given a 👎 and a note, the best answer at the branch point."""
+    page.goto(url + turn)
+    block = page.locator("#turn-annotations")
+    if block.locator(".annotation.mine").count():
+        return  # made by an earlier run
+    block.locator("summary").click()
+    block.locator("input[name=labels]").fill("wrong-tool, needs-retry")
+    block.locator("input[name=thumb][value=down]").check()
+    block.locator("textarea[name=note]").fill("Called the calendar with an **expired token**.")
+    block.get_by_role("button", name="Save").click()
+    page.locator("#turn-annotations .annotation.mine").wait_for()
+    page.goto(url + point)
+    page.locator("button.prefer-button").first.click()
+    page.wait_for_load_state()
 
 
 def pages(ledger: Path) -> tuple[list, list]:
@@ -98,6 +131,8 @@ def pages(ledger: Path) -> tuple[list, list]:
         ("issues", "/pipeline/issues/?window=7d", 1100),
         ("issue", BUSIEST_ISSUE, 1300),
         ("import-claude-code-session", imported_turn, 1100),
+        ("review-item", REVIEW_ITEM, 1300),
+        ("datasets", "/datasets/", 900),
     ]
     phone = [
         ("session-tree-phone", failed_turn, 1400),
@@ -107,8 +142,10 @@ def pages(ledger: Path) -> tuple[list, list]:
         ("issues-phone", "/pipeline/issues/?window=7d", 1400),
         ("issue-phone", BUSIEST_ISSUE, 1600),
         ("import-claude-code-session-phone", imported_turn, 1800),
+        ("review-item-phone", REVIEW_ITEM, 1800),
     ]
-    return [s for s in desktop if s[1]], [s for s in phone if s[1]]
+    marks = (failed_turn, f"/sessions/{session}/turns/{point}/branches/")
+    return [s for s in desktop if s[1]], [s for s in phone if s[1]], marks
 
 
 # A turn's panel scrolls inside its card beside the tree: the import shots show its list of
@@ -142,7 +179,7 @@ def shoot(page, url: str, name: str, height: int) -> None:
     print(f"{name}.png ({(OUT / f'{name}.png').stat().st_size // 1024} KB)")
 
 
-def take(browser, args, context_options: dict, shots: list) -> None:
+def take(browser, args, context_options: dict, shots: list, marks=None) -> None:
     context = browser.new_context(**context_options)
     page = context.new_page()
     page.goto(f"{args.url}/accounts/login/")
@@ -150,10 +187,14 @@ def take(browser, args, context_options: dict, shots: list) -> None:
     page.fill("#id_password", args.password)
     page.click("button[type=submit]")
     page.wait_for_load_state()
+    if marks:
+        annotate_for_shots(page, args.url, *marks)
     for name, path, height in shots:
-        if path == BUSIEST_ISSUE:
-            path = busiest_issue(page, args.url)
         if not args.names or name in args.names:
+            if path == BUSIEST_ISSUE:
+                path = busiest_issue(page, args.url)
+            elif path == REVIEW_ITEM:
+                path = review_item(page, args.url)
             shoot(page, args.url + path, name, height)
     context.close()
 
@@ -166,10 +207,10 @@ def main() -> None:
     parser.add_argument("--password", required=True)
     parser.add_argument("names", nargs="*", help="only these shots (e.g. thread request-list)")
     args = parser.parse_args()
-    desktop, phone = pages(args.ledger)
+    desktop, phone, marks = pages(args.ledger)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        take(browser, args, {"viewport": {"width": 1280, "height": 900}}, desktop)
+        take(browser, args, {"viewport": {"width": 1280, "height": 900}}, desktop, marks)
         phone_options = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 2}
         take(browser, args, phone_options | {"is_mobile": True, "has_touch": True}, phone)
         browser.close()

@@ -52,11 +52,13 @@ CONTRACT = {"overview", "sessions:list", "sessions:detail", "sessions:turn", "se
             "pipeline:chart", "pipeline:requests", "pipeline:request", "pipeline:similar",
             "admin:index", "login", "health", "healthz", "search:search",
             "bookmarks:list", "issues:inbox", "issues:issue", "issues:of_request",
-            "alerts:log", "sessions:branches"}  # fmt: skip
+            "alerts:log", "sessions:branches", "review:index", "review:queue", "review:item",
+            "datasets:index", "datasets:run"}  # fmt: skip
 TWINNED = {"overview", "sessions:list", "sessions:detail", "sessions:turn", "sessions:thread",
            "pipeline:dashboard", "pipeline:requests", "pipeline:request",
            "search:search", "bookmarks:list", "issues:inbox", "issues:issue",
-           "alerts:log", "sessions:branches"}  # fmt: skip
+           "alerts:log", "sessions:branches", "review:index", "review:queue",
+           "datasets:index", "datasets:run"}  # fmt: skip
 
 
 @pytest.fixture(scope="session")
@@ -203,8 +205,31 @@ def check_json_twin(walker: Walker, url: str) -> None:
         walker.json(with_query(url, format="json"), url)
 
 
+@pytest.fixture
+def review_and_export(demo):
+    """A review queue of two of the demo's failed turns, and a dataset export's report: their
+    pages are reached from /review/ and /datasets/ (issue 31)."""
+    from datasets.models import ExportRun
+    from review.models import Item, Queue
+
+    failed = demo.execute(
+        "SELECT session_id, id FROM turns WHERE status = 'failed' ORDER BY id LIMIT 2"
+    ).fetchall()
+    queue = Queue.objects.create(
+        name="Failed turns", source="failed", created_at=now_ms(), total=len(failed)
+    )
+    Item.objects.bulk_create(
+        [
+            Item(queue=queue, position=n, session_id=s, turn_id=t)
+            for n, (s, t) in enumerate(failed, start=1)
+        ]  # fmt: skip
+    )
+    ExportRun.objects.create(kind="chat", started_at=now_ms(), finished_at=now_ms(), records=0,
+                             report={"records": 0, "left_out": 0})  # fmt: skip
+
+
 def test_the_walker_follows_every_control_on_every_page(
-    page, live_server, admin_by_role, demo, sign_in
+    page, live_server, admin_by_role, demo, sign_in, review_and_export
 ):
     sign_in("adele")
     # The walk is over this test's ledger (on the PostgreSQL pass: its database, by name).
