@@ -252,3 +252,81 @@ SLOW_HUGE_PAGES = [
     f"/sessions/{WIDE}/turns/{WIDE_BRANCH_TIP}/",  # the WIDE session page, another turn open
     f"/sessions/{DEEP}/compare/?a={DEEP_HEAD}&b={DEEP_MIDDLE}",
 ]
+
+
+# -- The odd-id ledger (issue 25) ----------------------------------------------------------------
+
+# Ids as other programs write them: a line break (a header cannot hold one: a download was a
+# 500), a NUL (SQLite's JSON ends a string there: the turn's twin was a 500), a quote and a
+# semicolon that end a download's file name and start another (Chromium saved a script as
+# evil.html), 3,000 characters (every turn link of the session was too long to follow).
+ODD_IDS = {
+    "newline": "odd\nline",
+    "nul": "odd\x00nul",
+    "quote": "x\"; filename*=UTF-8''evil.html; x=\"",
+    "long": "L" * 3_000,
+}
+ODD_BIG_BYTES = 60 * 1024 * 1024  # one tool result of 60 MB, in the session HUGE-VALUE
+ODD_BIG = ("HUGE-VALUE", "T-huge", "C-huge")
+
+
+def build_odd_id_ledger(path: Path) -> None:
+    """For each odd id X: session S<X> with turn T<X> (its head) holding message M<X> and tool
+    call C<X>, a child turn, and request R<X> that ran T<X>, each long field past a page; and a
+    session whose one tool result is ODD_BIG_BYTES of JSON."""
+    schema.create_ledger(path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN")
+    long_text = "a long field. " * 80_000  # 1.1 M characters: cut on its page, downloaded whole
+    for n, odd in enumerate(ODD_IDS.values()):
+        s, t, child = f"S{odd}", f"T{odd}", f"T2{odd}"
+        conn.execute(
+            "INSERT INTO sessions (id, persona, routing_key, label, root_turn_id,"
+            " current_turn_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (s, f"persona {odd}", f"imessage:{odd}", f"label {odd}", t, child, T0, T0 + n),
+        )
+        for turn, parent, at in ((t, None, T0), (child, t, T0 + 1000)):
+            conn.execute(
+                "INSERT INTO turns (id, session_id, parent_turn_id, status, started_at,"
+                " completed_at, model) VALUES (?, ?, ?, 'completed', ?, ?, 'claude-sonnet-4-5')",
+                (turn, s, parent, at, at + 500),
+            )
+        conn.execute(
+            "INSERT INTO messages (id, turn_id, role, content, sequence, created_at)"
+            " VALUES (?, ?, 'user', ?, 1, ?)",
+            (f"M{odd}", t, long_text, T0),
+        )
+        conn.execute(
+            "INSERT INTO tool_calls (id, turn_id, tool_name, parameters, result, status,"
+            " started_at, completed_at, sequence)"
+            " VALUES (?, ?, 'dump', ?, ?, 'completed', ?, ?, 2)",
+            (f"C{odd}", t, json.dumps({"q": long_text}), json.dumps({"r": long_text}), T0, T0 + 9),
+        )
+        conn.execute(
+            "INSERT INTO nexus_requests (id, event_id, event_type, event_source, stage, status,"
+            " started_at, completed_at, turn_id, principal_id, session_key, error_stage,"
+            " error_message, error_stack, request_snapshot) VALUES (?, ?, 'message', 'imessage',"
+            " 'runAgent', 'failed', ?, ?, ?, ?, ?, 'runAgent', ?, ?, ?)",
+            (f"R{odd}", f"E{odd}", T0 + n, T0 + n + 900, t, f"principal {odd}", f"imessage:{odd}",
+             f"boom {odd}", long_text, json.dumps({"snapshot": long_text})),
+        )  # fmt: skip
+    big_session, big_turn, big_call = ODD_BIG
+    conn.execute(
+        "INSERT INTO sessions (id, persona, routing_key, label, root_turn_id, current_turn_id,"
+        " created_at, updated_at) VALUES (?, 'atlas', 'test:huge', '60 MB result', ?, ?, ?, ?)",
+        (big_session, big_turn, big_turn, T0, T0 + 10),
+    )
+    conn.execute(
+        "INSERT INTO turns (id, session_id, status, started_at, completed_at, model)"
+        " VALUES (?, ?, 'completed', ?, ?, 'claude-sonnet-4-5')",
+        (big_turn, big_session, T0, T0 + 60_000),
+    )
+    big = json.dumps({"rows": ["x" * 56] * (ODD_BIG_BYTES // 60 + 1)})  # 60 bytes a row
+    conn.execute(
+        "INSERT INTO tool_calls (id, turn_id, tool_name, parameters, result, status, started_at,"
+        " completed_at, sequence) VALUES (?, ?, 'dump', '{}', ?, 'completed', ?, ?, 1)",
+        (big_call, big_turn, big, T0 + 1000, T0 + 2000),
+    )
+    conn.execute("COMMIT")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()

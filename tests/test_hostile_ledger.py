@@ -13,7 +13,7 @@ import sqlite3
 import time
 import urllib.error
 import urllib.request
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import pytest
 from builders import LEDGER_DB, body_of, parse_html, use_ledger
@@ -25,11 +25,15 @@ from hostile import (
     DEEP_HEAD,
     DEEP_TURNS,
     HUGE_PAGES,
+    ODD_BIG,
+    ODD_BIG_BYTES,
+    ODD_IDS,
     SLOW_HUGE_PAGES,
     WIDE,
     WIDE_TURNS,
     build_broken_ledger,
     build_huge_ledger,
+    build_odd_id_ledger,
 )
 
 from sessions import json_twins, views
@@ -306,6 +310,129 @@ def test_a_ten_megabyte_message_is_shown_in_part_and_downloaded_whole_on_demand(
     assert len(more) < PAGE_BOUND_BYTES and f"of {length:,} characters" in more
     whole = fetch(url + "?download=1", documented=False).content.decode()
     assert len(whole) == length > 10_000_000
+
+
+# -- The odd-id ledger: ids with a line break, a NUL, a quote-and-semicolon, 3,000 characters, and
+# a 60 MB value (issue 25) -------------------------------------------------------------------------
+
+SAFE_DOWNLOAD = re.compile(r'attachment; filename="[A-Za-z0-9_-][A-Za-z0-9._-]{0,119}\.(json|txt)"')
+
+
+@pytest.fixture(scope="module")
+def odd_ledger_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("odd") / "odd.sqlite3"
+    build_odd_id_ledger(path)
+    return path
+
+
+@pytest.fixture
+def odd(odd_ledger_file, settings):
+    use_ledger(odd_ledger_file)
+    settings.LEDGER_QUERY_TIMEOUT_MS = RESPONSE_BOUND_S * 1000  # each page's whole cost
+    return odd_ledger_file
+
+
+def odd_start_pages() -> list[str]:
+    """Every page of each odd id's rows, and of the 60 MB value's, as the site links them."""
+    from django.urls import reverse
+
+    from ledgerweb import long_values
+
+    pages = ["/sessions/?status=all", "/pipeline/requests/", "/search/?q=long+field",
+             "/admin/conversations/toolcall/", "/admin/pipeline/nexusrequest/"]  # fmt: skip
+    for odd in ODD_IDS.values():
+        s, t, t2, m, c, r = (f"{p}{odd}" for p in ("S", "T", "T2", "M", "C", "R"))
+        turn = reverse("sessions:turn", args=[s, t])
+        pages += [
+            reverse("sessions:detail", args=[s]), turn, turn + "?format=json",
+            reverse("sessions:turn", args=[s, t2]),
+            reverse("sessions:thread", args=[s, t2]),
+            reverse("sessions:thread", args=[s, t2]) + "?format=json",
+            reverse("sessions:compare", args=[s]) + "?" + long_values.query({"a": t, "b": t2}),
+            reverse("sessions:call", args=[s, t, c]),
+            *(reverse("sessions:payload", args=[s, t, kind, item])
+              for kind, item in (("message", m), ("parameters", c), ("result", c))),
+            reverse("pipeline:request", args=[r]),
+            reverse("pipeline:request", args=[r]) + "?format=json",
+            "/pipeline/requests/?" + long_values.query({"principal": f"principal {odd}"}),
+            "/sessions/?" + long_values.query({"persona": f"persona {odd}", "status": "all"}),
+            "/search/?" + long_values.query({"q": r}),
+            *(f"/admin/{model}/{quote_admin(long_values.for_link(key))}/change/"
+              for model, key in (("conversations/session", s), ("conversations/toolcall", c),
+                                 ("conversations/message", m), ("pipeline/nexusrequest", r))),
+        ]  # fmt: skip
+    big_session, big_turn, big_call = ODD_BIG
+    pages += [
+        reverse("sessions:detail", args=[big_session]),
+        reverse("sessions:turn", args=[big_session, big_turn]),
+        reverse("sessions:turn", args=[big_session, big_turn]) + "?format=json",
+        reverse("sessions:call", args=[big_session, big_turn, big_call]),
+        reverse("sessions:payload", args=[big_session, big_turn, "result", big_call]),
+        f"/admin/conversations/toolcall/{big_call}/change/",
+        "/search/?q=rows",
+    ]
+    return pages
+
+
+def quote_admin(pk: str) -> str:
+    from django.contrib.admin.utils import quote
+
+    return quote(pk)
+
+
+@HUGE
+@pytest.mark.skipif(
+    "config.getoption('--ledger-backend') == 'postgres'",
+    reason="it crawls a SQLite file of its own (a NUL id has no place in PostgreSQL): the SQLite "
+    "pass runs it",
+)
+def test_the_odd_id_ledger_is_crawled_link_by_link_and_every_download_is_named_safely(
+    admin_client, odd
+):
+    """Every page of every odd id answers and stays inert, every link it prints can be followed
+    (under gunicorn's request line) and answers, and every download's header names a plain file
+    and its body is the whole value."""
+    from links import REQUEST_LINE_LIMIT, get_links_of, links_of, request_line_bytes
+
+    pages, seen, downloads = list(odd_start_pages()), set(), {}
+    start_count = len(pages)
+    for index, url in enumerate(pages):
+        response = crawl(admin_client, "odd ids", url)
+        if response.status_code in (301, 302):
+            response = crawl(admin_client, "odd ids", response["Location"])
+        assert response.status_code == 200, (url[:100], response.status_code)
+        if response.streaming or not response["Content-Type"].startswith("text/html"):
+            continue
+        body = assert_inert(response, url)
+        for link in links_of(body):
+            target = urljoin("http://testserver" + url, link)
+            assert request_line_bytes(target) <= REQUEST_LINE_LIMIT, (url[:80], target[:120])
+        if index >= start_count:
+            continue  # one level of links past the start pages: every kind of control is met
+        for link in get_links_of(body):
+            parts = urlsplit(urljoin("http://testserver" + url, link))
+            target = parts.path + (f"?{parts.query}" if parts.query else "")
+            if parts.netloc != "testserver" or parts.path.startswith(
+                ("/static/", "/accounts/", "/admin/logout")
+            ):
+                continue
+            if "download=" in parts.query:
+                downloads.setdefault(target, url)
+            elif target not in seen:
+                seen.add(target)
+                pages.append(target)
+    assert len(downloads) >= 4 * len(ODD_IDS) + 1  # each odd id's long fields, and the 60 MB one
+    for url, page in downloads.items():
+        start = time.perf_counter()
+        response = admin_client.get(url)
+        size = sum(len(piece) for piece in response.streaming_content)
+        _timings.append(("odd ids", url, response.status_code, time.perf_counter() - start, size))
+        assert response.status_code == 200, (url[:100], page[:100])
+        assert SAFE_DOWNLOAD.fullmatch(response["Content-Disposition"]), response[
+            "Content-Disposition"
+        ]
+        if ODD_BIG[2] in url:
+            assert size >= ODD_BIG_BYTES  # the whole 60 MB, streamed
 
 
 # -- docs/benchmarks.md ------------------------------------------------------------------------

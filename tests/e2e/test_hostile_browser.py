@@ -81,3 +81,30 @@ def test_an_id_cannot_choose_the_name_chromium_saves_a_download_under(
     assert name.endswith(".json") and name != "evil.html" and '"' not in name, name
     with open(download.value.path(), encoding="utf-8") as saved:
         assert saved.read() == result
+
+
+def test_the_odd_id_sessions_open_and_their_turns_and_downloads_work_in_chromium(
+    page, live_server, admin_user, sign_in, tmp_path, settings
+):
+    """Sessions whose ids hold a line break, a NUL, a quote-and-semicolon or 3,000 characters:
+    each opens from the session list, its turn opens in the panel, and no page fails or logs an
+    error (the `page` fixture fails the test on any console error or CSP violation)."""
+    from builders import use_ledger
+    from django.urls import reverse
+    from hostile import ODD_IDS, build_odd_id_ledger
+
+    path = tmp_path / "odd.sqlite3"
+    build_odd_id_ledger(path)
+    original = settings.LEDGER_DB
+    use_ledger(path)
+    try:
+        sign_in("ada")
+        for kind, odd in ODD_IDS.items():
+            page.goto(live_server.url + "/sessions/?status=all")
+            page.locator(f'a[href="{reverse("sessions:detail", args=[f"S{odd}"])}"]').first.click()
+            expect(page.locator("#tree")).to_be_visible()
+            page.locator(".tree-row").first.click()
+            expect(page.locator("#panel")).to_contain_text("Turn")
+            assert len(page.url) < 4094, kind  # the address a person can bookmark and share
+    finally:
+        use_ledger(original)
