@@ -227,18 +227,19 @@ def plain_words(text, limit: int = 300) -> str:
         return ""
     if (typed := as_typed(text)) is not None:
         text = typed
-    found: list[str] = []
-    size = 0
+    joined = ""
+    after_heading = False
     for line in text.splitlines()[:200]:  # enough for the limit, whatever the text
         if not line.strip() or _NO_TEXT.match(line):
             continue
         words = _plain_line(line[: limit * 2])
         if words:
-            found.append(words)
-            size += len(words) + 1
-            if size > limit:
+            # A heading reads as plain_preview writes it: "Summary — They planned a trip".
+            joined += (" — " if after_heading else " ") + words if joined else words
+            after_heading = bool(_HEADING.match(line))
+            if len(joined) > limit:
                 break
-    return first_line(" ".join(found), limit)
+    return first_line(joined, limit)
 
 
 def plain_lines(text: str) -> str:
