@@ -95,10 +95,10 @@
     var form = box.querySelector(".bookmark-form");
     var marked = row.dataset.bookmark !== undefined;
     // A note being typed for this turn stays (its panel may arrive meanwhile and aim again).
-    if (form.dataset.turn !== turnId) {
+    if (form.dataset.forTurn !== turnId) {
       form.querySelector("[name=note]").value = marked ? row.dataset.bookmark : "";
     }
-    form.dataset.turn = turnId;
+    form.dataset.forTurn = turnId;
     form.setAttribute("action", turnUrl(tree, turnId) + "bookmark/");
     form.querySelector("[data-bookmark-save]").textContent = marked ? "★ Save the note" : "☆ Bookmark";
     form.querySelector("[data-bookmark-remove]").hidden = !marked;
