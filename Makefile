@@ -118,6 +118,7 @@ DJANGO_STATE_TESTS := tests/test_state_db.py tests/test_rollups.py tests/test_su
 # about values only SQLite holds are not run and known failures marked, each saying why). Not
 # yet: the live-writer soak.
 POSTGRES_LEDGER_TESTS = $(patsubst %,tests/test_%.py,session_list session_page tree_pages \
+	tree_map tree_focus branch_point \
 	turn_and_thread turn_urls compare alternatives fork_markers failed_turns markdown_views tree \
 	request_page pipeline_pages pipeline_charts pipeline_stages cost_chart rollups costs \
 	turn_usage windows hostile_ledger admin health overview databases postgres_ledger \
@@ -127,7 +128,7 @@ POSTGRES_LEDGER_TESTS = $(patsubst %,tests/test_%.py,session_list session_page t
 # And in the browser: the walker over the demo ledger shipped into PostgreSQL by ledger_ship
 # (every page and control), and the journeys: session tree and fork, request page and live
 # pages, charts and their click-through, archiving, signing in, search (about 6 min).
-POSTGRES_BROWSER_TESTS = $(patsubst %,tests/e2e/test_%.py,walker sessions pipeline charts \
+POSTGRES_BROWSER_TESTS = $(patsubst %,tests/e2e/test_%.py,walker sessions map_clicks branch_point_browser pipeline charts \
 	cost_bars archive_journey sign_in search_journeys live_session live_requests)
 
 test: setup browser postgres receiver

@@ -11,6 +11,7 @@ from builders import LEDGER_DB, T0, parse_html
 from django.conf import settings
 
 from annotations.models import Annotation, Visit
+from ledgerweb.db import is_postgres_url
 
 pytestmark = LEDGER_DB
 
@@ -91,14 +92,21 @@ def test_visits_are_each_persons_own(client, viewer, operator, branched):
     assert " visited" not in html
 
 
-def ledger_digest() -> str:
-    return hashlib.sha256(Path(settings.LEDGER_DB).read_bytes()).hexdigest()
+def ledger_digest(ledger) -> str:
+    """The ledger's bytes (a file), or on PostgreSQL every row of its tables, as text."""
+    if not is_postgres_url(settings.LEDGER_DB):
+        return hashlib.sha256(Path(settings.LEDGER_DB).read_bytes()).hexdigest()
+    rows = [
+        ledger.conn.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+        for table in ("sessions", "turns", "messages", "tool_calls", "nexus_requests")
+    ]
+    return hashlib.sha256(repr(rows).encode()).hexdigest()
 
 
 def test_a_bookmark_with_a_note_is_kept_shown_and_listed_never_in_the_ledger(
-    viewer_client, viewer, branched
+    viewer_client, viewer, branched, ledger
 ):
-    before = ledger_digest()
+    before = ledger_digest(ledger)
     response = viewer_client.post(
         "/sessions/S1/turns/B1/bookmark/",
         {"note": "  the better   answer  ", "next": "/sessions/S1/?hoist=B"},
@@ -106,7 +114,7 @@ def test_a_bookmark_with_a_note_is_kept_shown_and_listed_never_in_the_ledger(
     assert response.status_code == 302 and response["Location"] == "/sessions/S1/?hoist=B"
     mark = Annotation.objects.get(user=viewer, session_id="S1", turn_id="B1")
     assert mark.bookmarked and mark.bookmark_note == "the better answer"
-    assert ledger_digest() == before  # ledgerweb's database, not the ledger
+    assert ledger_digest(ledger) == before  # ledgerweb's database, not the ledger
     html = viewer_client.get("/sessions/S1/").content.decode()
     assert 'title="Your bookmark: the better answer">★</span>' in html
     assert 'class="map-mark map-bookmark"' in html
@@ -153,9 +161,7 @@ def test_bookmarks_refuse_a_turn_of_another_session_and_a_foreign_next(viewer_cl
     ledger.turn(other, id="X1")
     assert viewer_client.post("/sessions/S1/turns/X1/bookmark/", {}).status_code == 404
     assert viewer_client.get("/sessions/S1/turns/A/bookmark/").status_code == 405
-    away = viewer_client.post(
-        "/sessions/S1/turns/A/bookmark/", {"next": "https://evil.example/"}
-    )
+    away = viewer_client.post("/sessions/S1/turns/A/bookmark/", {"next": "https://evil.example/"})
     assert away["Location"] == "/sessions/S1/turns/A/"
 
 
