@@ -3,6 +3,7 @@ opens the branches side by side; a person picks two and compares them, opens a t
 keyboard, by clicks without JavaScript, and by touch on a phone."""
 
 import pytest
+from contexts import NO_SCRIPT, PHONE, signed_in
 from test_branch_point import branched
 
 pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
@@ -50,14 +51,7 @@ def test_a_key_from_the_tree_and_the_panels_button(page, live_server, viewer, th
 
 def test_without_javascript_the_button_and_the_form_work(browser, live_server, viewer,
                                                          three_answers):  # fmt: skip
-    context = browser.new_context(
-        java_script_enabled=False, viewport={"width": 1280, "height": 900}
-    )
-    page = context.new_page()
-    page.goto(f"{live_server.url}/accounts/login/?next=/sessions/S1/turns/R/")
-    page.fill("#id_username", "vera")
-    page.fill("#id_password", "pw")
-    page.click("button[type=submit]")
+    context, page = signed_in(browser, live_server, "/sessions/S1/turns/R/", NO_SCRIPT)
     with page.expect_navigation():
         page.locator("[data-answers]").click()
     assert page.url.endswith("/sessions/S1/turns/R/branches/")
@@ -71,13 +65,7 @@ def test_without_javascript_the_button_and_the_form_work(browser, live_server, v
 
 def test_a_phone_reads_the_branches_one_above_the_other(browser, live_server, viewer,
                                                         three_answers):  # fmt: skip
-    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
-                                  is_mobile=True)  # fmt: skip
-    page = context.new_page()
-    page.goto(f"{live_server.url}/accounts/login/?next=/sessions/S1/")
-    page.fill("#id_username", "vera")
-    page.fill("#id_password", "pw")
-    page.click("button[type=submit]")
+    context, page = signed_in(browser, live_server, "/sessions/S1/", PHONE)
     page.locator('.tree-row[data-turn="R"] .mark-branch').tap()
     page.wait_for_url("**/turns/R/branches/")
     cards = page.locator(".branch-card")

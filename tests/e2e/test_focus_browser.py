@@ -4,12 +4,12 @@ with the keyboard and htmx, by the buttons below the tree without JavaScript, an
 phone."""
 
 import pytest
+from contexts import NO_SCRIPT, PHONE, signed_in
 from test_tree_focus import branched  # noqa: F401
 
 from annotations.models import Annotation
 
 pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
-DESKTOP = {"width": 1280, "height": 900}
 
 
 def turns(page) -> list[str]:
@@ -73,12 +73,7 @@ def test_opened_rows_are_marked_visited(page, live_server, viewer, branched, sig
 
 
 def test_without_javascript_the_buttons_hoist_and_bookmark(browser, live_server, viewer, branched):
-    context = browser.new_context(java_script_enabled=False, viewport=DESKTOP)
-    page = context.new_page()
-    page.goto(f"{live_server.url}/accounts/login/?next=/sessions/S1/turns/B/")
-    page.fill("#id_username", "vera")
-    page.fill("#id_password", "pw")
-    page.click("button[type=submit]")
+    context, page = signed_in(browser, live_server, "/sessions/S1/turns/B/", NO_SCRIPT)
     with page.expect_navigation():
         page.locator('[data-action="hoist"]').click()
     assert "hoist=B" in page.url and turns(page) == ["B", "B1", "B2"]
@@ -100,13 +95,7 @@ def test_without_javascript_the_buttons_hoist_and_bookmark(browser, live_server,
 
 
 def test_a_phone_hoists_and_bookmarks_by_touch(browser, live_server, viewer, branched):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
-                                  is_mobile=True)  # fmt: skip
-    page = context.new_page()
-    page.goto(f"{live_server.url}/accounts/login/?next=/sessions/S1/")
-    page.fill("#id_username", "vera")
-    page.fill("#id_password", "pw")
-    page.click("button[type=submit]")
+    context, page = signed_in(browser, live_server, "/sessions/S1/", PHONE)
     page.locator('.tree-row[data-turn="B"]').tap()
     page.wait_for_selector('[data-panel-turn="B"]')
     hoist = page.locator('[data-action="hoist"]')

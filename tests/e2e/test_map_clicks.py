@@ -4,12 +4,12 @@ at 1280 and 390 px."""
 
 import pytest
 from builders import T0
+from contexts import NO_SCRIPT, PHONE, signed_in
 
 pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
 
 TURNS = 1_600  # two windows of rows when unfolded (1,000 lines a window)
 FAILED, COMPACTED = "T1450", "T0300"
-DESKTOP = {"width": 1280, "height": 900}
 
 
 @pytest.fixture
@@ -89,12 +89,7 @@ def test_clicking_the_map_beyond_this_page_opens_that_window(
 
 
 def test_the_map_works_without_javascript(browser, live_server, viewer, long_tree):
-    context = browser.new_context(java_script_enabled=False, viewport=DESKTOP)
-    page = context.new_page()
-    page.goto(f"{live_server.url}/accounts/login/?next=/sessions/LONG/%3Funfold%3Dall%26from%3D1")
-    page.fill("#id_username", "vera")
-    page.fill("#id_password", "pw")
-    page.click("button[type=submit]")
+    context, page = signed_in(browser, live_server, "/sessions/LONG/?unfold=all&from=1", NO_SCRIPT)
     page.wait_for_load_state()  # the tree's page, not the login form that was left
     links = page.locator(".tree-map a.map-link")
     assert links.count() > 10
@@ -116,13 +111,7 @@ def test_the_map_works_without_javascript(browser, live_server, viewer, long_tre
 
 
 def test_a_phone_taps_the_map(browser, live_server, viewer, long_tree, sign_in):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
-                                  is_mobile=True)  # fmt: skip
-    page = context.new_page()
-    page.goto(f"{live_server.url}/accounts/login/?next=/sessions/LONG/%3Funfold%3Dall%26from%3D1")
-    page.fill("#id_username", "vera")
-    page.fill("#id_password", "pw")
-    page.click("button[type=submit]")
+    context, page = signed_in(browser, live_server, "/sessions/LONG/?unfold=all&from=1", PHONE)
     tree_map = page.locator(".tree-map")
     tree_map.scroll_into_view_if_needed()
     box = tree_map.bounding_box()
