@@ -4,16 +4,18 @@
 
 On a copy of the large bench ledger (var/bench/scale.sqlite3, built by `make bench`'s first step;
 copied to var/bench/live-scale.sqlite3, because the writer writes to it), served as `make serve`
-serves it (gunicorn, 2 sync workers, the last two days summarised as the background process
+serves it (gunicorn, 2 sync workers, 30 days of chart hours summarised as the background process
 keeps them), with a writer committing every 50 ms (demo/live_writer.LiveWriter on its own
 process: a session's turns begin, stream tool calls, end; requests go stage by stage; quick
 requests arrive):
 
-1. browsing alone: --clients signed-in clients walk every page of the contract (tools.soak);
+1. browsing alone: --clients signed-in clients walk every page of the contract (tools.soak's
+   walk, but the staff health page, which runs the ledger's checks without a kept report);
 2. the same with --pages live pages open beside them. Each live page is simulated over HTTP as
-   static/js/live.js behaves: it polls its endpoint at the interval the server says, and when told
-   that its part changed it fetches its page again (the session, request and overview pages), or
-   its chart cards (the dashboard), or counts the new requests (the request list). The mix: 10
+   static/js/live.js behaves: it polls its endpoint at the interval the server says (and after a
+   redraw, not before four times as long as the redraw took), and when told that its part changed
+   it fetches its page again (the session, request and overview pages), or its chart cards (the
+   dashboard), or counts the new requests (the request list). The mix: 10
    session pages following the writer's session, 5 request lists, 25 session pages of other
    sessions (the 5,000-turn one among them), 5 pages of requests left processing, 3 dashboards
    and 2 overviews.
@@ -40,6 +42,8 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
+import urllib.request
 from contextlib import closing
 from dataclasses import dataclass, field
 from html import unescape
@@ -50,13 +54,16 @@ import psutil
 from bench.scale_ledger import BENCH, LEDGER, ROOT, ensure_ledger, long_session
 from tools.docfile import publish
 from tools.soak import (
+    PASSWORD,
     PYTHON,
+    USER,
     Browser,
     Tally,
-    browse,
     collect_static,
     environment,
     free_port,
+    newest,
+    pages,
     prepare_django,
     start_server,
 )
@@ -131,6 +138,7 @@ class LivePage:
     polls: int = 0
     fetches: int = 0
     errors: int = 0
+    opened: threading.Event = field(default_factory=threading.Event)
 
     def run(self, base: str, cookies, stop: threading.Event) -> None:
         browser = Browser(base)
@@ -139,10 +147,14 @@ class LivePage:
         live = bar_of(body.decode(errors="replace")) if status == 200 else None
         if live is None:
             self.errors += 1
+            self.opened.set()
             return
         cursor, every = live["cursor"], int(live["every"]) / 1000
         self.applied.append((time.time(), cursor))
-        while not stop.wait(every):
+        self.opened.set()
+        wait = every
+        while not stop.wait(wait):
+            wait = every
             query = ("&" if "?" in live["url"] else "?") + f"cursor={cursor}"
             try:
                 status, body = browser.get(live["url"] + query, {"Accept": "application/json"})
@@ -155,20 +167,25 @@ class LivePage:
                 if not answer["changed"] or live["kind"] == "requests":
                     cursor = answer["cursor"]
                 elif live["kind"] == "pipeline":
+                    started = time.time()
                     for chart in CHARTS:
                         browser.get(f"/pipeline/charts/{chart}/?window=24h", {"HX-Request": "true"})
                     self.fetches += 1
                     cursor = answer["cursor"]
+                    wait = max(every, REDRAW_GAP * (time.time() - started))
                 else:
+                    started = time.time()
                     status, body = browser.get(self.path)
                     self.fetches += 1
                     drawn = bar_of(body.decode(errors="replace")) if status == 200 else None
                     cursor = drawn["cursor"] if drawn else answer["cursor"]
+                    wait = max(every, REDRAW_GAP * (time.time() - started))
                 self.applied.append((time.time(), cursor))
             except (OSError, ValueError, urllib.error.URLError):
                 self.errors += 1
 
 
+REDRAW_GAP = 4  # as static/js/live.js: a redraw that took t is not followed by another before 4t
 CHARTS = ("throughput", "failures", "stage-timings", "hooks", "sources", "tokens", "delivery")
 
 
@@ -198,9 +215,12 @@ def idle_pages(count: int, writer_session: str) -> list[LivePage]:
     return [p for p in pick_pages(200, writer_session) if p.follows == "idle"][:count]
 
 
+OPEN_TIMEOUT_S = 180
+
+
 def open_pages(base: str, pages: list[LivePage], stop: threading.Event) -> list[threading.Thread]:
-    signed_in = Browser(base)
-    signed_in.sign_in()
+    """Open the pages (each drawn once, as a tab opened before the run), and wait till they are."""
+    signed_in = signed_in_browser(base)
     threads = []
     for n, page in enumerate(pages):
         thread = threading.Thread(target=page.run, args=(base, signed_in.opener, stop), daemon=True)
@@ -208,7 +228,32 @@ def open_pages(base: str, pages: list[LivePage], stop: threading.Event) -> list[
         threads.append(thread)
         if n % 10 == 9:
             time.sleep(0.2)  # tabs are not all opened in the same instant
+    deadline = time.time() + OPEN_TIMEOUT_S
+    for page in pages:
+        page.opened.wait(max(0.0, deadline - time.time()))
     return threads
+
+
+def signed_in_browser(base: str) -> Browser:
+    """A client signed in through the login form, sent on to /healthz (not to the overview, a
+    heavy page on this ledger: its first draw is not what is measured)."""
+    browser = Browser(base)
+    _, page = browser.get("/accounts/login/")
+    token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1).decode()
+    form = {
+        "username": USER,
+        "password": PASSWORD,
+        "csrfmiddlewaretoken": token,
+        "next": "/healthz",
+    }
+    request = urllib.request.Request(
+        base + "/accounts/login/?next=/healthz", data=urllib.parse.urlencode(form).encode(),
+        headers={"Referer": base + "/"},
+    )  # fmt: skip
+    with browser.opener.open(request, timeout=120) as response:
+        if response.url.rstrip("/").endswith("/accounts/login"):
+            raise RuntimeError("the bench's user could not sign in")
+    return browser
 
 
 def delays(pages: list[LivePage], notes: list, kind: str) -> list[float]:
@@ -228,6 +273,30 @@ def delays(pages: list[LivePage], notes: list, kind: str) -> list[float]:
             if seen is not None:
                 found.append(seen - committed)
     return found
+
+
+# -- Browsing clients -----------------------------------------------------------------------------
+
+# Left out of the walk: the staff health page, which without a kept report runs the whole
+# ledger's checks (half a minute on this ledger; the background process keeps one hourly).
+NOT_BROWSED = {"health"}
+
+
+def browse(base: str, until: float, tally: Tally, offset: float) -> None:
+    """tools.soak's walk of every page of the contract (each client from its own place in it)."""
+    browser = signed_in_browser(base)
+    while time.time() < until:
+        walk = [p for p in pages(newest(browser, tally)) if p[0] not in NOT_BROWSED]
+        start_at = int(offset * len(walk))
+        for pattern, path, headers in walk[start_at:] + walk[:start_at]:
+            if time.time() >= until:
+                return
+            started = time.perf_counter()
+            try:
+                status, body = browser.get(path, headers)
+            except OSError as error:
+                status, body = 599, str(error).encode()
+            tally.add(pattern, path, status, body, time.perf_counter() - started)
 
 
 # -- The server's cost -----------------------------------------------------------------------------
@@ -264,10 +333,10 @@ def percentile(values: list[float], share: float) -> float:
 
 
 def browsing_run(server, seconds: float, clients: int, pages: list[LivePage], tag: str) -> dict:
-    writer, out, until = start_writer(seconds, tag)
     stop = threading.Event()
     tally = Tally()
     threads = open_pages(server.url, pages, stop) if pages else []
+    writer, out, until = start_writer(seconds, tag)
     workers = [threading.Thread(target=browse, args=(server.url, until, tally, i / clients))
                for i in range(clients)]  # fmt: skip
     pids = server_pids(server)
@@ -474,13 +543,21 @@ def main() -> None:
         for suffix in ("-wal", "-shm"):
             Path(f"{COPY}{suffix}").unlink(missing_ok=True)
         shutil.copyfile(LEDGER, COPY)
-    DJANGO_DB.unlink(missing_ok=True)
     env = environment(COPY, DJANGO_DB, "ledgerweb.settings")
     collect_static()
-    prepare_django(env)
-    # The background process keeps the newest hours summarised; the dashboards lean on that.
-    subprocess.run([PYTHON, "manage.py", "ledger_rollup", "--days", "2"], cwd=ROOT, env=env,
-                   check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+    if DJANGO_DB.exists():  # kept for its summaries: brought up to date
+        subprocess.run([PYTHON, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env,
+                       check=True)  # fmt: skip
+    else:
+        prepare_django(env)
+    # The background process keeps the charts' hours summarised (30 days); the dashboard and the
+    # overview lean on that, as they do beside `make serve`. Kept in ledgerweb's database between
+    # runs (the copy is the same ledger at the same path): the first run builds them (~15 min on
+    # 2 cores), later ones only the hours the writer wrote to. Without a time limit per query.
+    print("summarising the copy's last 30 days (the first time: ~15 min)", file=sys.stderr)
+    subprocess.run([PYTHON, "manage.py", "ledger_rollup", "--days", "30"], cwd=ROOT,
+                   env=env | {"LEDGER_QUERY_TIMEOUT_MS": "600000"}, check=True,
+                   stdout=subprocess.DEVNULL)  # fmt: skip
     # A first step so the writer's session exists before the pages are chosen.
     write(COPY, time.time() + 0.5, BENCH / "live-writer-first.json")
     with closing(sqlite3.connect(f"file:{COPY}?mode=ro", uri=True)) as conn:
@@ -491,6 +568,13 @@ def main() -> None:
     server = start_server(env, WORKERS, BENCH / "live-gunicorn.log")
     loads = []
     try:
+        # A first pass over every page (and every live page's page), unmeasured: the copy's pages
+        # come from disk the first time, and the runs compare a warm server with a warm server.
+        browsing_run(server, args.seconds / 2, args.clients, [], "warm")
+        warm = pick_pages(args.pages, writer_session)
+        stop = threading.Event()
+        open_pages(server.url, warm, stop)
+        stop.set()
         loads.append(load())
         alone = browsing_run(server, args.seconds, args.clients, [], "alone")
         loads.append(load())

@@ -9,6 +9,7 @@ from collections import OrderedDict
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from ledgerweb import sqlite
@@ -40,6 +41,7 @@ _answered: OrderedDict = OrderedDict()
 ANSWERS_KEPT = 2000
 
 
+@never_cache
 @require_GET
 def session_updates(request: HttpRequest, session_id: str) -> HttpResponse:
     turn_id = linked(request.GET.get("turn") or None)
@@ -51,6 +53,7 @@ def session_updates(request: HttpRequest, session_id: str) -> HttpResponse:
     return _answer(request, watch, echoed, lambda: {"turn_state": turn_state(turn_id)})
 
 
+@never_cache
 @require_GET
 @answers_bad_parameters
 def request_list_updates(request: HttpRequest) -> HttpResponse:
@@ -59,16 +62,19 @@ def request_list_updates(request: HttpRequest) -> HttpResponse:
     return _answer(request, watch, extras={"states": watch.states} if watch.open_ids else None)
 
 
+@never_cache
 @require_GET
 def request_updates(request: HttpRequest, request_id: str) -> HttpResponse:
     return _answer(request, RequestWatch(request_id))
 
 
+@never_cache
 @require_GET
 def pipeline_updates(request: HttpRequest) -> HttpResponse:
     return _answer(request, PipelineWatch("pipeline"))
 
 
+@never_cache
 @require_GET
 def ledger_updates(request: HttpRequest) -> HttpResponse:
     return _answer(request, PipelineWatch("ledger"))
@@ -139,6 +145,7 @@ def _remember(key, value) -> None:
         _answered.popitem(last=False)
 
 
+@never_cache
 @require_GET
 @answers_bad_parameters
 def request_rows(request: HttpRequest) -> HttpResponse:

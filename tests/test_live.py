@@ -245,3 +245,11 @@ def test_a_running_turn_says_since_when_and_that_it_stalled(viewer_client, ledge
     panel = viewer_client.get(f"/sessions/S1/turns/{quiet['id']}/").content.decode()
     assert re.search(r'class="running-turn stalled"', panel)
     assert "Still pending" in panel
+
+
+def test_no_proxy_or_browser_keeps_an_answer(viewer_client, running_session):
+    """A poll's answer is of its moment: a caching proxy that kept one would hide what comes."""
+    bar = live_bar(viewer_client.get("/sessions/S1/"))
+    response = viewer_client.get(with_query(bar["url"], cursor=bar["cursor"]))
+    assert "no-store" in response["Cache-Control"] or "no-cache" in response["Cache-Control"]
+    assert "max-age=0" in response["Cache-Control"]

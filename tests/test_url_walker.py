@@ -66,6 +66,13 @@ URLS = {
     "review:next": ("/review/999/next/", 405),
     "review:reopen": ("/review/999/reopen/", 405),
     "review:item": ("/review/999/items/1/", 404),
+    # What live pages poll: without the cursor a page draws, a 400 that says so (test_live.py).
+    "live:session": ("/live/sessions/S1/", 400),
+    "live:request": ("/live/requests/R1/", 400),
+    "live:requests": ("/live/requests/?status=failed", 400),
+    "live:pipeline": ("/live/pipeline/", 400),
+    "live:ledger": ("/live/ledger/", 400),
+    "live:request_rows": ("/live/request-rows/?id=R1", 200),
 }
 CHART_URLS = [
     (f"/pipeline/charts/{slug}/?since={T0 - 3_600_000}&until={T0 + 3_600_000}", 200)

@@ -18,11 +18,15 @@
   var HIDDEN_EVERY_MS = 30000;   // a tab out of sight asks this rarely, and at once when seen
   var MAX_RETRY_MS = 30000;      // after failures, waits double up to this
   var TICK_MS = 15000;           // "pending 3 min" and "stalled" are redrawn this often
+  // A page that took t to redraw is not redrawn again before REDRAW_GAP × t: an expensive page
+  // (a huge tree, the overview of a big ledger) costs the server at most a quarter of a worker
+  // per open tab, however fast the ledger is written.
+  var REDRAW_GAP = 4;
   // Classes other scripts put on server-drawn elements, kept when the element is redrawn.
   var CLIENT_CLASSES = ["cursor", "find-hit", "find-failure", "visited"];
 
   var state = { bar: null, timer: null, failures: 0, busy: false, pending: 0, more: false,
-                newTurns: [], moreTurns: false, waiting: false };
+                newTurns: [], moreTurns: false, waiting: false, rest: 0 };
 
   function bar() { return document.querySelector("[data-live]"); }
   function say(text) {
@@ -148,9 +152,12 @@
     morph(main, fresh);
     keepTreePlace(tree);
     keepPagePlace(page);
-    // The tree's own scripts follow its scroll (the map's band of rows in view).
+    // The tree's own scripts follow its scroll (the map's band of rows in view), and the peek
+    // below it shows the keyboard's row as it is now (its answer may just have been written).
     var rowsBox = document.querySelector(".tree");
     if (rowsBox) rowsBox.dispatchEvent(new Event("scroll"));
+    var keyRow = document.querySelector(".tree-row.cursor");
+    if (keyRow) keyRow.dispatchEvent(new FocusEvent("focusin", { bubbles: true }));
     if (window.htmx) window.htmx.process(main);
     main.dispatchEvent(new CustomEvent("live:updated", { bubbles: true }));
     var drawn = doc.querySelector("[data-live]");
@@ -341,6 +348,13 @@
   }
 
   function apply(live, answer) {
+    var started = Date.now();
+    return redraw(live, answer).then(function () {
+      state.rest = REDRAW_GAP * (Date.now() - started);
+    });
+  }
+
+  function redraw(live, answer) {
     var kind = live.dataset.liveKind;
     if (kind === "requests") {
       state.pending += answer.new_requests || 0;
@@ -363,7 +377,9 @@
 
   function schedule(ms) {
     clearTimeout(state.timer);
-    state.timer = setTimeout(poll, document.hidden ? Math.max(ms, HIDDEN_EVERY_MS) : ms);
+    var wait = ms && Math.max(ms, state.rest);
+    state.rest = 0;
+    state.timer = setTimeout(poll, document.hidden ? Math.max(wait, HIDDEN_EVERY_MS) : wait);
   }
 
   function poll() {
