@@ -181,54 +181,37 @@ class Summary:
 
 
 def summaries(session_ids: Iterable[str]) -> dict[str, Summary]:
-    """Marks counted per session, its turns' included, for a page's sessions: two grouped
-    queries, whatever the number of annotations."""
-    ids = list(dict.fromkeys(session_ids))
-    if not ids:
-        return {}
-    found: dict[str, Summary] = defaultdict(Summary)
-    rows = (
-        Annotation.objects.filter(session_id__in=ids)
-        .values("session_id", "thumb", "score")
-        .annotate(n=Count("id"), notes=Count("id", filter=~Q(note="")))
-        .order_by()
-    )
-    for row in rows:
-        _count(found[row["session_id"]], row)
-    labels = (
-        Label.objects.filter(annotation__session_id__in=ids)
-        .values("annotation__session_id", "name")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    for row in labels:
-        found[row["annotation__session_id"]].labels[row["name"]] += row["n"]
-    return {k: v for k, v in found.items() if not v.is_empty}
+    """Marks counted per session, its turns' included, for a page's sessions."""
+    return _summaries("session_id", list(dict.fromkeys(session_ids)))
 
 
 def by_turn(turn_ids: Iterable[str]) -> dict[str, Summary]:
-    """Marks counted per turn, wherever they were made, for a page's turns: two grouped queries
-    by the turn index."""
-    ids = [t for t in dict.fromkeys(turn_ids) if t]
+    """Marks counted per turn, wherever they were made, for a page's turns (the turn index)."""
+    return _summaries("turn_id", [t for t in dict.fromkeys(turn_ids) if t])
+
+
+def _summaries(key: str, ids: list[str]) -> dict[str, Summary]:
+    """Marks counted per value of `key` (session_id or turn_id) among `ids`: two grouped
+    queries, whatever the number of annotations."""
     if not ids:
         return {}
     found: dict[str, Summary] = defaultdict(Summary)
     rows = (
-        Annotation.objects.filter(turn_id__in=ids)
-        .values("turn_id", "thumb", "score")
+        Annotation.objects.filter(**{f"{key}__in": ids})
+        .values(key, "thumb", "score")
         .annotate(n=Count("id"), notes=Count("id", filter=~Q(note="")))
         .order_by()
     )
     for row in rows:
-        _count(found[row["turn_id"]], row)
+        _count(found[row[key]], row)
     labels = (
-        Label.objects.filter(annotation__turn_id__in=ids)
-        .values("annotation__turn_id", "name")
+        Label.objects.filter(**{f"annotation__{key}__in": ids})
+        .values(f"annotation__{key}", "name")
         .annotate(n=Count("id"))
         .order_by()
     )
     for row in labels:
-        found[row["annotation__turn_id"]].labels[row["name"]] += row["n"]
+        found[row[f"annotation__{key}"]].labels[row["name"]] += row["n"]
     return {k: v for k, v in found.items() if not v.is_empty}
 
 

@@ -1,7 +1,7 @@
 from collections.abc import Callable
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.utils.encoding import escape_uri_path
 
 from ledgerweb.text import as_text
@@ -55,3 +55,10 @@ def _is_html_page(response: HttpResponse) -> bool:
     """A page or fragment that shows data (not a redirect, nor htmx's redirect)."""
     is_html = response.get("Content-Type", "").startswith("text/html")
     return is_html and not (response.has_header("Location") or response.has_header("HX-Redirect"))
+
+
+def see_other(url: str) -> HttpResponseRedirect:
+    """303 after a form's POST: the browser fetches `url` with GET (a reload posts nothing)."""
+    response = HttpResponseRedirect(url)
+    response.status_code = 303
+    return response

@@ -2,7 +2,7 @@
 
 from django.contrib import messages as flash
 from django.db.models import Count
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -12,7 +12,7 @@ from annotations.display import block as annotation_block
 from annotations.marks_form import MarksForm
 from ledgerfacts.timestamps import now_ms
 from ledgerweb import sqlite
-from ledgerweb.http import respond
+from ledgerweb.http import respond, see_other
 from ledgerweb.params import WINDOWS
 from review import claims
 from review.models import Item, Queue
@@ -23,12 +23,6 @@ from sessions.thread import load_thread
 QUEUES_LISTED = 50
 ITEMS_LISTED = 100
 CONTEXT_TURNS = 3  # the turns an item page shows: the item's turn and the two before it
-
-
-def _see_other(url: str) -> HttpResponseRedirect:
-    response = HttpResponseRedirect(url)
-    response.status_code = 303
-    return response
 
 
 def _queue(queue_id: str) -> Queue:
@@ -130,7 +124,7 @@ def new(request: HttpRequest) -> HttpResponse:
         batch_size=500,
     )
     flash.success(request, f"Queue made: {len(found):,} item{'s' if len(found) != 1 else ''}.")
-    return _see_other(reverse("review:queue", args=[queue.pk]))
+    return see_other(reverse("review:queue", args=[queue.pk]))
 
 
 @require_GET
@@ -178,8 +172,8 @@ def _to_next(request: HttpRequest, queue: Queue) -> HttpResponse:
     item = claims.claim_next(queue, request.user)
     if item is None:
         flash.success(request, "Nothing left to review in this queue: every item is done or held.")
-        return _see_other(reverse("review:queue", args=[queue.pk]))
-    return _see_other(reverse("review:item", args=[queue.pk, item.pk]))
+        return see_other(reverse("review:queue", args=[queue.pk]))
+    return see_other(reverse("review:item", args=[queue.pk, item.pk]))
 
 
 @require_POST
@@ -187,7 +181,7 @@ def reopen(request: HttpRequest, queue_id: str) -> HttpResponse:
     queue = _queue(queue_id)
     n = claims.reopen_skipped(queue)
     flash.success(request, f"{n} skipped item{'s' if n != 1 else ''} put back in the queue.")
-    return _see_other(reverse("review:queue", args=[queue.pk]))
+    return see_other(reverse("review:queue", args=[queue.pk]))
 
 
 @require_http_methods(["GET", "POST"])
@@ -231,7 +225,7 @@ def _act(request: HttpRequest, queue: Queue, item: Item) -> HttpResponse:
     action = request.POST.get("action", "done")
     if action == "stop":
         claims.release(item, request.user)
-        return _see_other(reverse("review:queue", args=[queue.pk]))
+        return see_other(reverse("review:queue", args=[queue.pk]))
     if action == "skip":
         claims.finish(item, request.user, Item.SKIPPED)
         return _to_next(request, queue)
@@ -244,7 +238,7 @@ def _act(request: HttpRequest, queue: Queue, item: Item) -> HttpResponse:
             store.prefer(request.user, item.session_id, item.turn_id, ranked, rest)
         elif ranked:
             flash.error(request, "That answer is not one of this branch point's: nothing was kept.")
-            return _see_other(reverse("review:item", args=[queue.pk, item.pk]))
+            return see_other(reverse("review:item", args=[queue.pk, item.pk]))
     else:
         form = MarksForm.read(request.POST)
         if form.errors:

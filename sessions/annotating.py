@@ -6,7 +6,7 @@ With htmx a post answers the annotations block it came from; without, it goes ba
 
 from django.contrib import messages as flash
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -15,7 +15,7 @@ from annotations import store
 from annotations.display import as_json, block
 from annotations.marks_form import MarksForm
 from annotations.models import Annotation
-from ledgerweb.http import respond
+from ledgerweb.http import respond, see_other
 from sessions.membership import turn_in_session
 from sessions.models import Session
 
@@ -27,13 +27,6 @@ def _session(session_id: str) -> Session:
     if session is None:
         raise Http404(f"No session {session_id!r} in this ledger")
     return session
-
-
-def _see_other(url: str) -> HttpResponseRedirect:
-    """303: the page is fetched with GET after the post (a reload does not post again)."""
-    response = HttpResponseRedirect(url)
-    response.status_code = 303
-    return response
 
 
 def _page_of(session_id: str, turn_id: str) -> str:
@@ -78,13 +71,13 @@ def _annotate(request: HttpRequest, session_id: str, turn_id: str) -> HttpRespon
             return render(request, BLOCK, ctx, status=422)
         for error in form.errors:
             flash.error(request, f"Not saved: {error}")
-        return _see_other(_page_of(session_id, turn_id))
+        return see_other(_page_of(session_id, turn_id))
     kept = store.save_marks(request.user, session_id, turn_id, form.marks)
     said = "Annotation saved." if kept else "Your annotation was cleared."
     if request.htmx:
         return render(request, BLOCK, block(request.user, session_id, turn_id))
     flash.success(request, said)
-    return _see_other(_page_of(session_id, turn_id))
+    return see_other(_page_of(session_id, turn_id))
 
 
 @require_POST
@@ -106,4 +99,4 @@ def remove_annotation(request: HttpRequest, session_id: str, annotation_id: str)
     if request.htmx:
         return render(request, BLOCK, block(request.user, session_id, turn_id))
     flash.success(request, f"Removed {whose}'s annotation.")
-    return _see_other(_page_of(session_id, turn_id))
+    return see_other(_page_of(session_id, turn_id))

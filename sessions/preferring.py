@@ -8,7 +8,7 @@ child of the branch point is refused, so a stale page cannot record a pair that 
 from dataclasses import dataclass, field
 
 from django.contrib import messages as flash
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 
 from annotations import store
 from ledgerweb import sqlite
+from ledgerweb.http import see_other
 from sessions.alternatives import add_answers
 from sessions.detail import TURN_COLUMNS, TurnInfo, add_aggregates
 from sessions.membership import turn_in_session
@@ -101,12 +102,6 @@ def choices_at(turn_id: str, sibling_ids: list[str], user) -> tuple[list[Choice]
     return choices, wins
 
 
-def _see_other(url: str) -> HttpResponseRedirect:
-    response = HttpResponseRedirect(url)
-    response.status_code = 303
-    return response
-
-
 @require_POST
 def prefer(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
     """Record this person's order of the branch point's children: `ranked` best first (one or
@@ -141,7 +136,7 @@ def prefer(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
         flash.error(request, problem)
     else:
         flash.success(request, said)
-    return _see_other(_back(request, session.id, turn_id))
+    return see_other(_back(request, session.id, turn_id))
 
 
 def _back(request: HttpRequest, session_id: str, turn_id: str) -> str:

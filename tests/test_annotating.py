@@ -191,3 +191,24 @@ def test_labels_in_use_are_offered(client, viewer, operator, convo):
     page = client.get("/sessions/S1/turns/T2/").content.decode()
     offered = page.split('<datalist id="labels-in-use-turn">')[1].split("</datalist>")[0]
     assert offered.index("wrong-tool") < offered.index("hallucination")  # most used first
+
+
+@pytest.mark.parametrize("role", ["viewer", "operator", "admin_user"])
+@pytest.mark.parametrize("htmx", [False, True])
+def test_every_role_annotates_through_the_page(client, request, convo, role, htmx):
+    user = request.getfixturevalue(role)
+    client.force_login(user)
+    response = annotate(client, htmx=htmx, thumb="up", score="5", labels=f"by-{role}")
+    assert response.status_code == (200 if htmx else 303)
+    stored = Annotation.objects.get(user=user, turn_id="T2")
+    assert (stored.thumb, stored.score) == (1, 5)
+    page = client.get("/sessions/S1/turns/T2/").content.decode()
+    assert f">by-{role}</a>" in page
+
+
+def test_a_user_without_a_role_cannot_annotate(client, convo, django_user_model):
+    nobody = django_user_model.objects.create_user(username="nora", password="pw")
+    client.force_login(nobody)
+    assert annotate(client, labels="x").status_code == 403
+    assert annotate(client, "/sessions/S1/annotations/", labels="x").status_code == 403
+    assert not Annotation.objects.exists()

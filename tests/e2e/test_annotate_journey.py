@@ -8,6 +8,7 @@ import re
 import time
 
 import pytest
+from ledger_fingerprint import ledger_fingerprint
 from playwright.sync_api import expect
 
 from annotations.models import Annotation, Preference
@@ -59,9 +60,10 @@ def wait_for_block(page, text: str) -> None:
 
 @pytest.mark.parametrize("width", [1280, 390])
 def test_journey_8_annotate_review_and_export(
-    page, browser, live_server, viewer, operator, ledger_rows, sign_in, width, tmp_path
+    page, browser, live_server, viewer, operator, ledger, ledger_rows, sign_in, width, tmp_path
 ):
     page.set_viewport_size({"width": width, "height": 900})
+    before = ledger_fingerprint(ledger)
 
     # 1. Reading a session: label a turn wrong-tool, give it 👎 and a note (htmx, in the panel).
     sign_in("vera", next_url="/sessions/S1/turns/A2/")
@@ -150,3 +152,4 @@ def test_journey_8_annotate_review_and_export(
     assert pair["chosen"] == [{"role": "assistant", "content": "The code is 4412."}]
     page.reload()
     expect(page.locator("table.runs")).to_contain_text("preferences")
+    assert ledger_fingerprint(ledger) == before  # none of it wrote the ledger
