@@ -1,10 +1,16 @@
 """Annotations as pages show them: everyone's, each with who and when, notes rendered as
 sanitised Markdown, and what the viewer may do with each."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 
 from annotations import store
 from annotations.models import Annotation
+from annotations.store import Summary
 from ledgerweb.text import render_markdown
 
 THUMB_TEXT = {1: "👍 good", -1: "👎 bad"}  # a word beside the sign: fonts without emoji
@@ -98,3 +104,34 @@ def as_json(annotations: list[Annotation]) -> list[dict]:
         }
         for a in annotations
     ]
+
+
+def summary_html(summary: Summary | None, label_url: Callable[[str], str]) -> SafeString:
+    """Everyone's marks on a session or turn, in a line: 👍/👎 counts, the mean score, notes
+    and the most used labels, each label a link (`label_url(name)`, already a URL). Written in
+    Python, not a template include: a list draws one per row (50 includes cost a list page
+    ~100 ms under load; this costs a few)."""
+    if summary is None:
+        return mark_safe("")
+    url = lru_cache(maxsize=None)(label_url)  # the same labels repeat from row to row
+    parts = []
+    if summary.up:
+        parts.append(f'<span class="thumb" title="{summary.up} 👍">👍{summary.up}</span>')
+    if summary.down:
+        parts.append(f'<span class="thumb" title="{summary.down} 👎">👎{summary.down}</span>')
+    if summary.score is not None:
+        parts.append(
+            f'<span class="score" title="mean score of {len(summary.scores)}">'
+            f"{summary.score:.1f}/5</span>"
+        )
+    if summary.notes:
+        notes = f"{summary.notes} note{'' if summary.notes == 1 else 's'}"
+        parts.append(f'<span class="muted small" title="{notes}">✎{summary.notes}</span>')
+    for name, n in summary.top_labels:
+        parts.append(
+            f'<a class="label-chip" href="{escape(url(name))}"'
+            f' title="{n}× — sessions labelled {escape(name)}">{escape(name)}</a>'
+        )
+    if summary.more_labels:
+        parts.append(f'<span class="muted small">+{summary.more_labels}</span>')
+    return mark_safe(f'<span class="marks-summary">{" ".join(parts)}</span>')  # all escaped

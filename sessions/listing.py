@@ -217,6 +217,7 @@ class SessionRow:
     hint: str = ""
     cost: CostSum | None = None  # its own turns' (sessions.usage.session_costs)
     marks: annotation_store.Summary | None = None  # everyone's annotations, its turns' too
+    marks_html: str = ""  # the same, drawn (views: its label links keep the list's filters)
     # A fork's: the origin's turns it continues (its page shows them), and what they cost.
     inherited: int = 0
     inherited_cost: CostSum | None = None

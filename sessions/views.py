@@ -1,5 +1,6 @@
 import logging
 from dataclasses import replace
+from urllib.parse import urlencode
 
 from django.contrib import messages as flash
 from django.db import DatabaseError
@@ -87,6 +88,17 @@ def session_list(request: HttpRequest) -> HttpResponse:
 
 
 def _session_list_page(request: HttpRequest, filters: SessionFilters, page) -> HttpResponse:
+    # Each row's marks, their label links keeping the list's other filters (a new label starts
+    # from the first page).
+    query = request.GET.copy()
+    query.pop("after", None)
+
+    def label_url(name: str) -> str:
+        query["label"] = long_values.for_link(name)
+        return "?" + query.urlencode()
+
+    for row in page.rows:
+        row.marks_html = annotation_display.summary_html(row.marks, label_url)
     ctx = {
         "filters": filters,
         "page": page,
@@ -107,6 +119,11 @@ def _session_list_page(request: HttpRequest, filters: SessionFilters, page) -> H
     elif request.htmx:
         template += "#results"
     return render(request, template, ctx)
+
+
+def _label_list_url(name: str) -> str:
+    """The session list of a label's sessions."""
+    return reverse("sessions:list") + "?" + urlencode({"label": long_values.for_link(name)})
 
 
 def _label_choices(selected: str) -> list[str]:
@@ -572,8 +589,12 @@ def thread(request: HttpRequest, session_id: str, turn_id: str) -> HttpResponse:
 
 
 def _thread_page(request: HttpRequest, ctx: dict) -> HttpResponse:
+    marks = annotation_store.by_turn(s.turn.id for s in ctx["thread"].page_steps)
     ctx |= {
-        "marks": annotation_store.by_turn(s.turn.id for s in ctx["thread"].page_steps),
+        "marks": {
+            turn_id: annotation_display.summary_html(summary, _label_list_url)
+            for turn_id, summary in marks.items()
+        },
         "resume": ctx["thread"].resume_cost(cached=False),
         "resume_cached": ctx["thread"].resume_cost(cached=True),
         "can_fork": request.user.has_perm("conversations.fork_session"),
