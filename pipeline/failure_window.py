@@ -12,6 +12,7 @@ the live ones (bounded) in Python, and the two added.
 """
 
 import json
+import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -213,9 +214,14 @@ class Reader:
     def details(self, since_ms: int, until_ms: int, groups: list[Group]) -> dict[Group, Details]:
         """What these groups' failures in the hours of [since, until) touched, and their newest
         requests (NEWEST of each group at most)."""
-        found: dict[Group, Details] = defaultdict(Details)
         if not groups:
             return {}
+        found: dict[Group, Details] = defaultdict(Details)
+        for group, stored in self._stored_details(since_ms, until_ms, groups).items():
+            d = found[group]
+            for name, arrays in stored.touched.items():
+                d.touched[name].extend(arrays)
+            d.newest.extend(stored.newest)
         wanted = set(groups)
         for r in self.live:
             if r.group in wanted and since_ms <= r.hour < until_ms:
@@ -223,10 +229,34 @@ class Reader:
                 for name in TOUCHED:
                     d.touched[name].append(r.touched[name])
                 d.newest.extend(r.newest)
+        return dict(found)
+
+    def _stored_details(self, since_ms: int, until_ms: int, groups: list[Group]) -> dict:
+        """The stored part of details(), kept (per worker) while the same stored records answer
+        it: a stored hour never changes, and a rebuilt one has new rows (a new max id)."""
+        if not self.plan.stored:
+            return {}
+        hours = tuple(hour for hour in self.plan.stored if since_ms <= hour < until_ms)
+        ((rows, newest_id),) = self._stored(
+            "count(*), max(id)", where="AND hour >= %s AND hour < %s",
+            where_params=[since_ms, until_ms],
+        )  # fmt: skip
+        key = (self.plan.ledger, self.scope, hours, frozenset(groups), rows, newest_id)
+        found = _details_kept.get(key)
+        if found is None:
+            found = self._read_stored_details(since_ms, until_ms, groups)
+            with _details_lock:  # the test server answers from threads
+                _details_kept[key] = found
+                while len(_details_kept) > KEEP_DETAILS:
+                    _details_kept.pop(next(iter(_details_kept)))
+        return found
+
+    def _read_stored_details(self, since_ms: int, until_ms: int, groups: list[Group]) -> dict:
         # A month is ~10,000 records of five arrays each: their bytes are joined per group and
         # read as one array (a numpy array per record cost more than the query), and the newest
         # requests are read from a group's newest hours only, the records coming newest first.
-        blobs: dict[tuple[Group, str], list[bytes]] = defaultdict(list)
+        found: dict[Group, Details] = defaultdict(Details)
+        blobs: dict[Group, list[list]] = {}  # per group, per TOUCHED name, the records' bytes
         stored_newest: dict[Group, int] = defaultdict(int)
         filled_at: dict[Group, int] = {}  # the hour a group's newest were all found in
         columns = ", ".join(f"touched_{name}" for name in TOUCHED)
@@ -238,8 +268,11 @@ class Reader:
             groups=groups,
         ):
             group = (stage, sig)
-            for name, blob in zip(TOUCHED, arrays, strict=True):
-                blobs[(group, name)].append(bytes(blob))
+            parts = blobs.get(group)
+            if parts is None:
+                parts = blobs[group] = [[] for _ in TOUCHED]
+            for kept, blob in zip(parts, arrays, strict=True):
+                kept.append(blob)  # bytes (or a memoryview): joined below
             # (Several records share an hour when a channel or persona is asked for.)
             if filled_at.get(group, hour) == hour:
                 items = json.loads(newest)
@@ -247,9 +280,18 @@ class Reader:
                 stored_newest[group] += len(items)
                 if stored_newest[group] >= failure_groups.NEWEST:
                     filled_at.setdefault(group, hour)
-        for (group, name), parts in blobs.items():
-            found[group].touched[name].append(np.frombuffer(b"".join(parts), dtype=np.int64))
+        for group, parts in blobs.items():
+            for name, kept in zip(TOUCHED, parts, strict=True):
+                joined = np.frombuffer(b"".join(kept), dtype=np.int64)
+                found[group].touched[name].append(np.unique(joined))
         return dict(found)
+
+
+# What details() read from the stored records, kept while they are the same (a few windows of
+# the page's issues: each a few MB at most for a month of a big ledger).
+KEEP_DETAILS = 8
+_details_kept: dict[tuple, dict] = {}
+_details_lock = threading.Lock()
 
 
 def _add_within(t: Totals, name: str, n, last) -> None:

@@ -271,3 +271,22 @@ def test_the_newest_requests_of_a_persona_come_from_every_record_of_their_hour(
     _, (issue,) = inbox(viewer_client, window="24h", persona="p")
     assert [r["id"] for r in issue["newest_requests"]] == ["Z11", "Z10", "Z09"]
     assert issue["count"] == 24 and issue["touched"]["channels"] == 2
+
+
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_what_an_issue_touched_follows_an_hour_summarised_again(viewer_client, ledger):
+    """The stored part of what the shown issues touched is kept while the same records answer
+    it: a settled row edited in place is found, its hour summarised again, and the page says so."""
+    hour = (now_ms() - 3 * H) // H * H
+    for i in range(5):
+        ledger.request(id=f"E{i}", started_at=hour + i * 60_000, status="failed",
+                       error_stage="runAgent", error_message=MESSAGES[0],
+                       principal_id="mom")  # fmt: skip
+    build_every_hour(now_ms())
+    _, (issue,) = inbox(viewer_client, window="24h")
+    assert issue["touched"]["principals"] == 1
+    ledger.conn.execute("UPDATE nexus_requests SET principal_id = 'dad' WHERE id = 'E3'")
+    _, (issue,) = inbox(viewer_client, window="24h")  # its content check finds the edit
+    _, (issue,) = inbox(viewer_client, window="24h")  # and its hour was built again
+    assert rollups.RollupHour.objects.filter(hour=hour).exists()
+    assert issue["touched"]["principals"] == 2
