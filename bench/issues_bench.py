@@ -209,9 +209,15 @@ def doc(rows: list[dict], rule: dict, summaries_s: float, counts: dict, load: st
         f" the cost of the last 24 hours), evaluated {rule['runs']} times as the background job"
         f" does every minute: **{rule['cpu_s']:.2f} CPU seconds per evaluation** (median; at"
         f" most {rule['cpu_max_s']:.2f}), {rule['wall_s']:.2f} s of wall time: that is the CPU"
-        " per minute at the default ALERTS_EVERY_S=60. Every page view and evaluation reads the"
-        " issues of all the ledger's hours (the census of its hours, the stored groups summed in"
-        " SQL) and the live part since the last summarised hour.",
+        " per minute at the default ALERTS_EVERY_S=60.",
+        "",
+        "Every page view and evaluation reads the issues of all the ledger's hours (the census"
+        " of its hours, kept while the ledger is unchanged; the stored groups summed in SQL) and"
+        " the live part since the last summarised hour; what the shown issues touched comes from"
+        " their stored hash arrays, kept per worker while the same records answer (warm: as here)."
+        " An issue's page also breaks its failures down by channel, persona, model and principal"
+        " from the ledger, through the request list's own filter (each count is the list it"
+        " links): one pass over its failures' rows, the bulk of its time for a busy issue.",
         "",
     ]
     return "\n".join(lines)
