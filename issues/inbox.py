@@ -31,6 +31,8 @@ SORTS = {
     "first_seen": "first seen",
 }
 STATUS_FILTERS = ("unresolved", *lifecycle.STATUSES, "all")
+# The trend drawn in each row: hourly over the last 24 hours, or daily over the last 30 days.
+TRENDS = {"24h": "last 24 h, hourly", "30d": "last 30 days, daily"}
 PAGE_SIZE = 25
 MAX_PAGE = 10_000
 
@@ -49,6 +51,7 @@ class InboxFilters:
     persona: str = ""
     q: str = ""
     sort: str = "last_seen"
+    trend: str = "24h"  # one of TRENDS
     page: int = 1
     errors: dict[str, str] = field(default_factory=dict)
 
@@ -58,6 +61,7 @@ class InboxFilters:
         f = cls(errors=errors)
         f.status = read(params, "status", choice(*STATUS_FILTERS), errors) or f.status
         f.sort = read(params, "sort", choice(*SORTS), errors) or f.sort
+        f.trend = read(params, "trend", choice(*TRENDS), errors) or f.trend
         f.page = read(params, "page", whole_number(1, MAX_PAGE), errors) or 1
         f.source = read(params, "source", text, errors) or ""
         f.persona = read(params, "persona", text, errors) or ""
@@ -100,7 +104,7 @@ class InboxFilters:
 
     def query(self, **changes) -> dict[str, str]:
         """This address's parameters (changed): for links that keep the filters."""
-        values: dict[str, object] = {"status": self.status, "sort": self.sort}
+        values: dict[str, object] = {"status": self.status, "sort": self.sort, "trend": self.trend}
         if self.window == "custom":
             values |= {"since": self.since_ms, "until": self.until_ms}
         else:
@@ -111,7 +115,7 @@ class InboxFilters:
         values |= changes
         if "error_stage" in changes:
             stage = {}
-        defaults = {"status": "unresolved", "sort": "last_seen"}
+        defaults = {"status": "unresolved", "sort": "last_seen", "trend": "24h"}
         kept = {
             k: str(v) for k, v in values.items() if v not in ("", None) and defaults.get(k) != v
         }

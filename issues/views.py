@@ -9,7 +9,15 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from issues import detail, json_twins, lifecycle
-from issues.inbox import INBOX_WINDOWS, SORTS, STATUS_FILTERS, InboxFilters, inbox, read_issues
+from issues.inbox import (
+    INBOX_WINDOWS,
+    SORTS,
+    STATUS_FILTERS,
+    TRENDS,
+    InboxFilters,
+    inbox,
+    read_issues,
+)
 from ledgerweb.http import respond
 from ledgerweb.params import answers_bad_parameters
 from ledgerweb.roles import RoleRequired
@@ -39,6 +47,7 @@ def inbox_page(request: HttpRequest) -> HttpResponse:
                 "newest": newest,
                 "windows": INBOX_WINDOWS,
                 "sorts": SORTS,
+                "trends": TRENDS,
                 "status_filters": STATUS_FILTERS,
                 "stages": STAGES,
             },

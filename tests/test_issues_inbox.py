@@ -9,7 +9,7 @@ import math
 import random
 
 import pytest
-from builders import LEDGER_DB
+from builders import LEDGER_DB, parse_html
 from django.urls import reverse
 
 from ledgerfacts.timestamps import now_ms
@@ -290,3 +290,21 @@ def test_what_an_issue_touched_follows_an_hour_summarised_again(viewer_client, l
     _, (issue,) = inbox(viewer_client, window="24h")  # and its hour was built again
     assert rollups.RollupHour.objects.filter(hour=hour).exists()
     assert issue["touched"]["principals"] == 2
+
+
+def test_each_row_draws_the_trend_asked_for_with_the_twins_counts(viewer_client, ledger):
+    now = now_ms()
+    failures_over_time(ledger, now, count=60, seed=9)
+    _, issues = inbox(viewer_client, window="30d", status="all")
+    for trend, key, bars in (("24h", "hourly", 24), ("30d", "daily", 30)):
+        query = {"window": "30d", "status": "all", "trend": trend}
+        page = parse_html(viewer_client.get(reverse("issues:inbox"), query).content)
+        rows = page.findall(".//tr[@class]")
+        assert len(rows) == min(len(issues), 25)
+        for row, issue in zip(rows, issues, strict=False):
+            titles = row.iter("{http://www.w3.org/2000/svg}title")  # each bar's count
+            drawn = [int(t.text.replace(",", "")) for t in titles]
+            assert drawn == [b["count"] for b in issue["trend"][key]], (trend, issue["id"])
+            assert len(drawn) == bars
+        current = page.find(".//nav[@class='trend-choice']/a[@aria-current]")
+        assert "".join(current.itertext()) == trend

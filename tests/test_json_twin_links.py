@@ -12,12 +12,14 @@ pytestmark = pytest.mark.django_db(databases="__all__")
 small_ledger = test_url_walker.small_ledger  # the walker's ledger, as a fixture of this module
 
 # The pages of the URL contract that have no JSON twin: a fragment or page of one payload, the
-# similar-failures line, the probe, the JSON-only answers, and what is not a page (405, 302).
+# similar-failures line and a failed request's issue line (the request's and the issue's twins
+# hold them), the probe, the JSON-only answers, and what is not a page (405, 302).
 TWINLESS = {
     "healthz",
     "sessions:payload",
     "sessions:export",
     "pipeline:similar",
+    "issues:of_request",
     "search:in_session",
     "datasets:export",
 }

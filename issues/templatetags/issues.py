@@ -24,10 +24,13 @@ TOUCHED_WORDS = {
 
 
 @register.simple_tag
-def sparkline(f: Figures, now: int) -> SafeString:
-    """The last 24 hours, one bar an hour, drawn small in the row (each count in its title)."""
-    bars = bars_of(f.hourly_trend(now))
+def sparkline(f: Figures, now: int, trend: str = "24h") -> SafeString:
+    """The last 24 hours (a bar an hour) or 30 days (a bar a day), drawn small in the row, each
+    bar's count in its title."""
+    points = f.daily_trend(now) if trend == "30d" else f.hourly_trend(now)
+    bars = bars_of(points)
     total = sum(b.n for b in bars)
+    span = "30 days" if trend == "30d" else "24 hours"
     # Numbers only, made here: nothing to escape (format_html per bar was most of a row's time).
     rects = "".join(
         f'<rect x="{b.x}" y="{b.y}" width="{b.width}" height="{b.height}">'
@@ -36,7 +39,7 @@ def sparkline(f: Figures, now: int) -> SafeString:
     )
     return mark_safe(
         f'<svg class="sparkline" viewBox="0 0 120 24" width="120" height="24" role="img"'
-        f' aria-label="{total:,} failures in the last 24 hours">{rects}</svg>'
+        f' aria-label="{total:,} failures in the last {span}">{rects}</svg>'
     )
 
 
