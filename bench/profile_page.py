@@ -13,8 +13,8 @@ import pstats
 import time
 
 from bench import page_sql
-from bench.scale_bench import prepare_django, setup_django
-from bench.scale_ledger import LEDGER, connect
+from bench.scale_bench import DJANGO_DBS, ENV, prepare_django, setup_django
+from bench.scale_ledger import LARGE, SCALE_50, connect
 
 
 def main() -> None:
@@ -22,9 +22,12 @@ def main() -> None:
     parser.add_argument("url")
     parser.add_argument("--htmx", action="store_true", help="ask for the htmx partial")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--scale-50", action="store_true", help="on the scale-50 ledger")
     args = parser.parse_args()
-    setup_django(LEDGER)
-    prepare_django(LEDGER)
+    bench_ledger = SCALE_50 if args.scale_50 else LARGE
+    ENV["DJANGO_DB"] = str(DJANGO_DBS[bench_ledger])
+    setup_django(bench_ledger.path)
+    prepare_django(bench_ledger.path)
     from django.contrib.auth import get_user_model
     from django.test import Client
 
@@ -33,7 +36,7 @@ def main() -> None:
     headers = {"HX-Request": "true"} if args.htmx else {}
     client.get(args.url, headers=headers)  # warm-up
     statements, status = page_sql.capture(client, args.url, headers)
-    conn = connect(LEDGER)
+    conn = connect(bench_ledger.path)
     conn.isolation_level = None
     _, each = page_sql.replay(conn, statements)
     print(f"status {status}; {len(statements)} ledger statements, {sum(each):.1f} ms replayed:")

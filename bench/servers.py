@@ -53,6 +53,22 @@ class Server:
         return [int(c) for c in children]
 
 
+def cpu_and_wait_ms(pids: list[int]) -> tuple[float, float]:
+    """Milliseconds the processes' threads have spent on a CPU, and waiting in a run queue for
+    one, so far (/proc/<pid>/task/<tid>/schedstat: the scheduler's own nanoseconds). Taken
+    around a request, the difference is what the request cost the workers, and how long they
+    were kept from a core by everything else on the machine."""
+    cpu = wait = 0
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                on_cpu, queued, _ = (Path(task) / "schedstat").read_text().split()
+            except (FileNotFoundError, ValueError):
+                continue  # a thread that ended meanwhile
+            cpu, wait = cpu + int(on_cpu), wait + int(queued)
+    return cpu / 1e6, wait / 1e6
+
+
 def peak_rss_mb(pid: int) -> float:
     """The process's peak resident set size so far (VmHWM), in MB (10^6 bytes)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
