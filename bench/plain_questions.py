@@ -57,11 +57,14 @@ WITH RECURSIVE thread(id, parent_turn_id, depth) AS (
   UNION ALL
   SELECT t.id, t.parent_turn_id, thread.depth + 1
   FROM turns t JOIN thread ON t.id = thread.parent_turn_id
-  WHERE thread.depth < 199
 )
-SELECT t.id, t.started_at, t.total_tokens, m.role, m.content
-FROM thread JOIN turns t ON t.id = thread.id JOIN messages m ON m.turn_id = t.id
-ORDER BY thread.depth DESC, m.sequence"""
+SELECT t.id, t.started_at, t.total_tokens,
+       (SELECT substr(m.content, 1, 200) FROM messages m
+        WHERE m.turn_id = t.id AND m.role = 'user' ORDER BY m.sequence LIMIT 1) AS prompt,
+       (SELECT substr(m.content, 1, 200) FROM messages m
+        WHERE m.turn_id = t.id AND m.role = 'assistant' ORDER BY m.sequence LIMIT 1) AS answer
+FROM thread JOIN turns t ON t.id = thread.id
+ORDER BY thread.depth DESC"""
 
 FAILED_REQUESTS = """\
 SELECT id, started_at, event_source, session_persona, principal_id, stage, error_stage,

@@ -217,7 +217,7 @@ def prepare_django(ledger: Path) -> tuple[str, float | None, float]:
         call_command("migrate", interactive=False, verbosity=0)
         rollup_s = build_rollups(ledger)
     started = time.monotonic()
-    call_command("ledger_index", stdout=open(os.devnull, "w"), stderr=open(os.devnull, "w"))  # noqa: SIM115
+    call_command("ledger_index", verbosity=0)
     index_s = time.monotonic() - started
     user, _ = get_user_model().objects.get_or_create(
         username="bench", defaults={"is_superuser": True, "is_staff": True}
