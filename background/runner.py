@@ -46,7 +46,8 @@ def run_round(jobs: list[Job], due: dict[str, float], options: dict, say: Say, w
         due.update(dict.fromkeys(due, 0.0))
     waiting = [job for job in jobs if time.monotonic() >= due[job.name]]
     while waiting:
-        for job in list(waiting):
+        # The jobs that go first take their turns alone until they have no more to do.
+        for job in [job for job in waiting if job.first] or list(waiting):
             if watch.reopen_if_replaced():
                 waiting.extend(j for j in jobs if j not in waiting)
             step = run_step(job, options, say, warn)

@@ -53,4 +53,4 @@ def summarise(days: int = 30, **options) -> Step:
 
 
 def register_job() -> None:
-    register(Job("summarise", every_s=None, step=summarise))
+    register(Job("summarise", every_s=None, step=summarise, first=True))

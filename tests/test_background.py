@@ -80,6 +80,32 @@ def test_a_job_that_has_more_to_do_takes_turns_with_the_others(scratch_jobs):
     assert calls == ["long", "short", "long", "long"]
 
 
+def test_a_job_that_goes_first_does_all_it_has_before_the_others_take_a_turn(scratch_jobs):
+    calls: list[str] = []
+    left = {"long": 3}
+
+    def long(**options):
+        calls.append("long")
+        left["long"] -= 1
+        return jobs.Step(f"{left['long']} left", more=left["long"] > 0)
+
+    def short(**options):
+        calls.append("short")
+        return jobs.Step()
+
+    scratch_jobs.register(jobs.Job("short", every_s=None, step=short))
+    scratch_jobs.register(jobs.Job("long", every_s=None, step=long, first=True))
+    background("short", "long")
+    assert calls == ["long", "long", "long", "short"]
+
+
+def test_the_chart_summaries_go_before_the_search_index_and_the_health_checks():
+    """A fresh install's dashboard waits on the summaries ("Summarising: 12 of 720 hours"):
+    they do not share their turns with a first search index or the hourly checks."""
+    first = [job.name for job in jobs.registered() if job.first]
+    assert first == ["summarise"]
+
+
 def test_an_unknown_job_is_refused_with_the_known_names(scratch_jobs):
     from django.core.management.base import CommandError
 
@@ -146,7 +172,9 @@ def test_a_ledger_replaced_at_its_path_is_summarised_afresh(tmp_path, scratch_jo
         return jobs.Step()
 
     scratch_jobs.register(jobs.Job("restore", every_s=None, step=restore))
-    out, err = background("restore", "summarise", "health", rounds=2)
+    # Restored at the end of the second round (the summaries go first): the third reads the new
+    # file from its start.
+    out, err = background("restore", "summarise", "health", rounds=3)
 
     assert not err, (out, err)
     new_hours = {(start + n * H) for n in range(5)}
