@@ -24,6 +24,11 @@ LEDGER_WRITE = "ledger_write"
 LEDGER_ALIASES = (LEDGER, LEDGER_WRITE)
 LEDGER_APPS = {"conversations", "pipeline"}
 
+# PostgreSQL compiles a query to machine code when its estimated cost passes jit_above_cost
+# (on by default since PostgreSQL 12): 200-400 ms spent before a query that then runs in a few ms,
+# as a chart hour's checksum over a JSON list of hours does (bench/first_look.py, issue 33). Our
+# queries are short and bounded: never worth it.
+JIT_OFF = "-c jit=off"
 # Seconds a connection waits for a lock held by the live writer before giving up.
 BUSY_TIMEOUT_S = 5
 # Seconds a worker keeps a database connection open between requests.
@@ -89,9 +94,11 @@ def postgres_ledger_databases(url: str, query_timeout_ms: int) -> dict[str, dict
     )
     # A URL without ?options has no OPTIONS at all (the README's own shape). The URL's options
     # (sslmode, -c settings) are kept, and the read limits come after them: the last -c wins, so
-    # no URL can make browsing writable or unlimited.
+    # no URL can make browsing writable or unlimited. JIT compilation comes first (a URL may turn
+    # it on): off, see JIT_OFF.
     options = read.setdefault("OPTIONS", {})
-    options["options"] = f"{options['options']} {limits}" if "options" in options else limits
+    url_options = f" {options['options']}" if "options" in options else ""
+    options["options"] = f"{JIT_OFF}{url_options} {limits}"
     options["isolation_level"] = IsolationLevel.REPEATABLE_READ
     read |= {"ATOMIC_REQUESTS": True, "TEST": {"MIGRATE": False}}
     write = dj_database_url.parse(url) | {"TEST": {"MIGRATE": False}}

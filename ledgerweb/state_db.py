@@ -9,7 +9,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from ledgerweb.db import CONN_MAX_AGE_S
+from ledgerweb.db import CONN_MAX_AGE_S, JIT_OFF
 
 # A statement on PostgreSQL is stopped after this long, like a ledger query on SQLite (its
 # progress handler), and waits at most LOCK_TIMEOUT_MS for a row another host locked, like
@@ -60,7 +60,10 @@ def postgres_database(url: str) -> dict:
             f"DJANGO_DB={url!r}: a URL must name PostgreSQL (postgres://…); "
             "give SQLite as a file path"
         )
-    timeouts = f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c lock_timeout={LOCK_TIMEOUT_MS}"
+    # No JIT compilation (ledgerweb.db.JIT_OFF: the sums over stored hours are short queries).
+    timeouts = (
+        f"{JIT_OFF} -c statement_timeout={STATEMENT_TIMEOUT_MS} -c lock_timeout={LOCK_TIMEOUT_MS}"
+    )
     options = config.setdefault("OPTIONS", {})
     # The URL's own options come last: `?options=-c%20statement_timeout%3D0` lifts the limit
     # (for a long migration, say).

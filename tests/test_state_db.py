@@ -30,6 +30,8 @@ def test_a_postgres_url_makes_postgresql_ledgerwebs_own_database():
     )  # fmt: skip
     # A runaway statement ends like a ledger query on SQLite, and a lock is waited for briefly.
     assert "statement_timeout=10000" in options and "lock_timeout=5000" in options
+    # Short queries: no JIT compiling hundreds of ms before one (ledgerweb.db.JIT_OFF).
+    assert "-c jit=off" in options
 
 
 def test_options_in_the_url_are_kept_beside_the_time_limits():
