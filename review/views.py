@@ -217,7 +217,36 @@ def _item_view(request, queue, item, errors=(), posted=None, status=200) -> Http
         ctx["point"] = branch_point(item.session_id, item.turn_id, request.user)
     else:
         ctx |= annotation_block(request.user, item.session_id, item.turn_id, errors, posted)
-    return render(request, "review/item.html", ctx, status=status)
+    return respond(
+        request,
+        page=lambda: render(request, "review/item.html", ctx, status=status),
+        twin=lambda: _item_json(ctx),
+    )
+
+
+def _item_json(ctx: dict) -> dict:
+    item, point = ctx["item"], ctx.get("point")
+    return {
+        "queue": ctx["queue"].pk,
+        "position": item.position,
+        "kind": item.kind,
+        "session_id": item.session_id,
+        "turn_id": item.turn_id,
+        "state": item.state,
+        "yours": ctx["holding"],
+        "progress": ctx["progress"],
+        "annotations": [
+            {
+                "user": a.annotation.user.get_username(),
+                "thumb": a.annotation.thumb,
+                "score": a.annotation.score,
+                "labels": a.labels,
+                "note": a.annotation.note,
+            }
+            for a in ctx.get("annotations", [])
+        ],  # fmt: skip
+        "answers": [t.id for t in point.siblings] if point else None,
+    }
 
 
 def _act(request: HttpRequest, queue: Queue, item: Item) -> HttpResponse:

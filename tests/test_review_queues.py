@@ -172,3 +172,8 @@ def test_the_queue_list_and_twins(viewer_client, week):
     twin = viewer_client.get(f"/review/{queue.pk}/?format=json").json()
     assert [i["turn_id"] for i in twin["items"]] == ["F1", "F2", "F3"]
     assert twin["progress"]["open"] == 3
+    item = viewer_client.post(f"/review/{queue.pk}/next/")["Location"]
+    page = viewer_client.get(item)
+    assert f"<{item}?format=json>" in page["Link"]
+    twin = viewer_client.get(item, {"format": "json"}).json()
+    assert (twin["turn_id"], twin["yours"], twin["state"]) == ("F1", True, "open")

@@ -57,7 +57,7 @@ CONTRACT = {"overview", "sessions:list", "sessions:detail", "sessions:turn", "se
 TWINNED = {"overview", "sessions:list", "sessions:detail", "sessions:turn", "sessions:thread",
            "pipeline:dashboard", "pipeline:requests", "pipeline:request",
            "search:search", "bookmarks:list", "issues:inbox", "issues:issue",
-           "alerts:log", "sessions:branches", "review:index", "review:queue",
+           "alerts:log", "sessions:branches", "review:index", "review:queue", "review:item",
            "datasets:index", "datasets:run"}  # fmt: skip
 
 
