@@ -123,7 +123,7 @@ POSTGRES_LEDGER_TESTS = $(patsubst %,tests/test_%.py,session_list session_page t
 	turn_and_thread turn_urls compare alternatives fork_markers failed_turns markdown_views tree \
 	request_page pipeline_pages pipeline_charts pipeline_stages cost_chart rollups costs \
 	turn_usage windows hostile_ledger admin health overview databases postgres_ledger \
-	import_command retention search search_index otel_export otel_receiver long_value_links \
+	import_command retention search search_index search_codex_ids otel_export otel_receiver long_value_links \
 	stage_durations annotating annotation_filters annotation_search datasets issues_inbox \
 	issue_lifecycle alerts live turn_timeline transcripts_read_well preferences review_queues)
 # And in the browser: the walker over the demo ledger shipped into PostgreSQL by ledger_ship

@@ -18,7 +18,10 @@ from datetime import UTC, datetime
 from ledgerfacts import ulid
 from ledgerfacts.schema import OPTIONAL_TABLES
 
-TABLES = ("sessions", "turns", "messages", "tool_calls", "compactions", "turn_usage")
+TABLES = (
+    "sessions", "turns", "messages", "tool_calls", "compactions", "turn_usage",
+    "tool_call_source_ids",
+)  # fmt: skip
 # Tables a ledger may lack (ARCHITECTURE.md §2, ledgerweb/sql/), and the Nexus Ledger's requests
 # that only ledger_ship writes: the summary names them only when rows were written or found.
 OPTIONAL = (*OPTIONAL_TABLES, "nexus_requests")
@@ -36,6 +39,9 @@ class SessionBundle:
     compactions: list[dict] = field(default_factory=list)  # optional `compactions` rows
     # optional `turn_usage` rows: billed input with cache reads/writes, where the format has it
     turn_usage: list[dict] = field(default_factory=list)
+    # optional `tool_call_source_ids` rows: a call's id in the transcript where the ledger's
+    # is another (a Codex call_id), so a pasted one is found
+    tool_call_source_ids: list[dict] = field(default_factory=list)
     children: list["SessionBundle"] = field(default_factory=list)  # subagents, written after
 
     def rows(self) -> dict[str, list[dict]]:
@@ -47,6 +53,7 @@ class SessionBundle:
             "tool_calls": self.tool_calls,
             "compactions": self.compactions,
             "turn_usage": self.turn_usage,
+            "tool_call_source_ids": self.tool_call_source_ids,
         }
 
 

@@ -26,6 +26,9 @@ of its origin (ARCHITECTURE.md §2 routing keys).
 The session keeps its id from session_meta. Rows inside a rollout have no id that is unique
 beyond it, so theirs are derived from the session id and their line number: a rollout only grows
 at its end, so importing it again gives every old row the same id and adds only the new ones.
+A tool call's `call_id` (unique only within its rollout: a fork repeats its origin's) is kept
+beside it in the optional tool_call_source_ids table, so a call_id pasted in the search box
+finds it (docs/decisions.md, "A Codex call_id is kept beside the tool call's derived id").
 """
 
 import json
@@ -46,6 +49,7 @@ from importers.jsonl import (
 )
 from importers.naming import label_from, main_routing_key
 from importers.times import KEPT_ORDER, TurnOrder, zoned_iso_ms
+from ledgerfacts.ids import looks_like_id
 
 FORMAT = "codex"
 PERSONA = "codex"
@@ -80,6 +84,11 @@ REPEATS = {
 }  # fmt: skip
 CWD_IN_CONTEXT = re.compile(r"<cwd>(.*?)</cwd>", re.S)
 TIME_IN_NAME = re.compile(r"rollout-(\d{4}-\d\d-\d\d)(?:T(\d\d)-(\d\d)-(\d\d))?")
+# A call_id the search box could never be given as an id, or PostgreSQL's text cannot hold.
+UNPASTEABLE_CALL_ID = (
+    "Codex call_ids that cannot be pasted as an id (over 300 characters, or holding a space, a "
+    "line break or NUL): not kept for the search box"
+)
 UUID_IN_NAME = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
 
@@ -283,6 +292,7 @@ class _Rollout:
         self.preamble: list[tuple[Record, int, str]] = []  # context waiting for the next turn
         self.open_calls: dict[str, dict] = {}  # call_id -> the call still waiting for its output
         self.calls: dict[str, dict] = {}  # call_id -> its row (a subagent names its spawning call)
+        self.source_ids: list[dict] = []  # tool_call_source_ids rows: each call's call_id
         self.total_output: int | None = None  # output tokens so far, from the last token_count
         self.context_tokens: int | None = None
         self.has_task_events = False
@@ -479,6 +489,14 @@ class _Rollout:
             self.calls[payload["call_id"]] = row
             if row["status"] == "pending":
                 self.open_calls[payload["call_id"]] = row
+            self.keep_call_id(row["id"], payload["call_id"])
+
+    def keep_call_id(self, tool_call_id: str, call_id: str) -> None:
+        """The call's call_id beside its derived id, when a person can paste it as an id."""
+        if looks_like_id(call_id) and "\x00" not in call_id:
+            self.source_ids.append({"tool_call_id": tool_call_id, "source_id": call_id})
+        elif call_id:
+            self.report.unmapped(UNPASTEABLE_CALL_ID)
 
     def output(self, record: Record, ms: int, payload: dict) -> None:
         call_id = payload.get("call_id")
@@ -580,6 +598,7 @@ class _Rollout:
             tool_calls=[call for turn in self.turns for call in turn.calls],
             compactions=self.compactions,
             turn_usage=[usage for turn in self.turns if (usage := _billed_usage(turn))],
+            tool_call_source_ids=self.source_ids,
         )
 
     def finish(self, turn: _Turn, *, is_last: bool) -> dict:

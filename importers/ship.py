@@ -356,14 +356,20 @@ def _read_session(conn, tables: dict, session_id: str, where: str) -> SessionBun
         def of_turns(table: str) -> list[dict]:
             return _read_rows(conn, table, tables.get(table, []), "turn_id", turn_ids)
 
+        tool_calls = of_turns("tool_calls")
+        call_ids = [call["id"] for call in tool_calls]
+        source_ids = tables.get("tool_call_source_ids", [])
         return SessionBundle(
             where=where,
             session=sessions[0],
             turns=turns,
             messages=of_turns("messages"),
-            tool_calls=of_turns("tool_calls"),
+            tool_calls=tool_calls,
             compactions=of_turns("compactions"),
             turn_usage=of_turns("turn_usage"),
+            tool_call_source_ids=_read_rows(
+                conn, "tool_call_source_ids", source_ids, "tool_call_id", call_ids
+            ),
         )
 
 

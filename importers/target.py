@@ -13,7 +13,7 @@ import re
 import sqlite3
 
 from ledgerfacts.dbapi import executemany, write_transaction
-from ledgerfacts.schema import ddl, expected_columns, table_statements
+from ledgerfacts.schema import ddl, expected_columns, index_statements, table_statements
 from ledgerweb.pg_schema import create_postgres_ledger
 
 # `:name` placeholders, not PostgreSQL's `::type` casts.
@@ -59,7 +59,8 @@ class WriteTarget:
         if self.postgres:
             create_postgres_ledger(self.conn, (ddl_file,))
             return
-        for statement in table_statements(ddl((ddl_file,))):
+        sql = ddl((ddl_file,))
+        for statement in table_statements(sql) + index_statements(sql):
             self.conn.execute(statement)
 
     def values(self, table: str, columns: list[str], row: dict) -> tuple:

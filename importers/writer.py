@@ -46,6 +46,10 @@ MAY_MOVE = {
     "messages": ("created_at",),
     "turn_usage": tuple(c.name for c in expected_columns()["turn_usage"]),
 }
+# ledgerweb's own optional tables, which an import creates in a ledger that lacks them.
+OWN_TABLES = ("turn_usage", "tool_call_source_ids")
+# The key of each table's rows (the others' is `id`).
+KEYS = {"compactions": "turn_id", "turn_usage": "turn_id", "tool_call_source_ids": "tool_call_id"}
 # How many ids one collision check looks up at a time (SQLite allows 32,766 parameters).
 ID_BATCH = 500
 
@@ -89,10 +93,10 @@ def _write_session(
         if table == "compactions" and not target.has_table("compactions"):
             unmapped["compactions (this ledger has no compactions table)"] += len(rows)
             continue
-        if table == "turn_usage" and not target.has_table("turn_usage"):
-            # ledgerweb's own optional table (ledgerweb/sql/turn_usage.sql): an import that
-            # knows billed input brings it, so the pages can show it and price cache tokens.
-            target.create_table("turn_usage.sql")
+        if table in OWN_TABLES and not target.has_table(table):
+            # ledgerweb's own optional tables (ledgerweb/sql/): an import that knows billed
+            # input or a transcript's call ids brings them, so the pages can show and find them.
+            target.create_table(f"{table}.sql")
         added = _insert(target, table, rows)
         counts["added"][table] += added
         counts["present"][table] += len(rows) - added
@@ -119,7 +123,7 @@ def _insert(target: WriteTarget, table: str, rows: list[dict]) -> int:
 def _collisions(target: WriteTarget, table: str, rows: list[dict], where: str) -> list:
     """(where, why) for each row already stored under its id with other content than a
     legitimate update would give it: two sources gave one id to different things."""
-    key = "turn_id" if table in ("compactions", "turn_usage") else "id"
+    key = KEYS.get(table, "id")
     may_move = (key, *MAY_MOVE.get(table, ()))
     fixed = [key] + [c for c in _columns_of(table, rows) if c not in may_move]
     if len(fixed) == 1:

@@ -19,11 +19,16 @@ DDL_FILES = {
     "nexus_ledger.sql": ("nexus_requests",),
     "compactions.sql": ("compactions",),
     "turn_usage.sql": ("turn_usage",),
+    "tool_call_source_ids.sql": ("tool_call_source_ids",),
 }
 AGENTS_TABLES = DDL_FILES["agents_ledger.sql"]
 NEXUS_TABLES = DDL_FILES["nexus_ledger.sql"]
 # Tables a ledger may lack: pages check for them (sqlite.table_names()) and do without.
-OPTIONAL_TABLES = DDL_FILES["compactions.sql"] + DDL_FILES["turn_usage.sql"]
+OPTIONAL_TABLES = (
+    DDL_FILES["compactions.sql"]
+    + DDL_FILES["turn_usage.sql"]
+    + DDL_FILES["tool_call_source_ids.sql"]
+)
 LEDGER_TABLES = AGENTS_TABLES + NEXUS_TABLES + OPTIONAL_TABLES
 
 

@@ -6,10 +6,9 @@ from urllib.parse import quote
 
 from django.urls import NoReverseMatch, reverse
 
+from ledgerfacts.ids import looks_like_id
 from ledgerweb import sqlite
 
-# Longer than any id we know of: a longer query is text, not an id.
-MAX_ID_CHARS = 300
 PER_KIND = 20
 
 
@@ -20,10 +19,6 @@ class Jump:
     url: str | None  # None: the row is there but its page cannot be reached (dangling session)
     detail: str = ""
     named: object = None  # the value that matched: the text as given, or in another case
-
-
-def looks_like_id(text: str) -> bool:
-    return 0 < len(text) <= MAX_ID_CHARS and not any(c.isspace() for c in text)
 
 
 def turn_url(session_id, turn_id, anchor: str = "") -> str | None:
@@ -85,6 +80,20 @@ def _rows_named(names: list[str]) -> list[Jump]:
         ):
             url = turn_url(sid, tid, f"call-{cid}")
             jumps.append(Jump("tool call", cid, url, str(name), named=cid))
+    if {"tool_call_source_ids", "tool_calls", "turns"} <= tables:
+        # A transcript's own id for a call where the ledger's is another (a Codex call_id,
+        # ledgerweb/sql/tool_call_source_ids.sql): unique only within its transcript, so it may
+        # name calls of several sessions; each is listed with its session.
+        for cid, tid, sid, name, source in sqlite.rows(
+            "SELECT c.id, c.turn_id, t.session_id, c.tool_name, s.source_id"
+            " FROM tool_call_source_ids s JOIN tool_calls c ON c.id = s.tool_call_id"
+            f" LEFT JOIN turns t ON t.id = c.turn_id WHERE s.source_id IN {among}"
+            " ORDER BY c.started_at DESC, c.id DESC LIMIT %s",
+            [*names, PER_KIND],
+        ):
+            url = turn_url(sid, tid, f"call-{cid}")
+            detail = f"{name} · in session {sid}" if sid not in (None, "") else str(name)
+            jumps.append(Jump("tool call", cid, url, detail, named=source))
     if "nexus_requests" in tables:
         for (rid,) in sqlite.rows(f"SELECT id FROM nexus_requests WHERE id IN {among}", names):
             jumps.append(Jump("request", rid, page_url("pipeline:request", rid), named=rid))

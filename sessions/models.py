@@ -1,6 +1,6 @@
 """The Agents Ledger (seeds/000) as unmanaged models, column for column with
-ledgerweb/sql/agents_ledger.sql, compactions.sql and turn_usage.sql (tests/test_schema_drift.py
-keeps them equal).
+ledgerweb/sql/agents_ledger.sql, compactions.sql, turn_usage.sql and tool_call_source_ids.sql
+(tests/test_schema_drift.py keeps them equal).
 
 The runtime owns these tables: we never migrate them. References are ForeignKeys without database
 constraints because a live ledger can hold dangling ids; code that follows one must expect the
@@ -163,3 +163,26 @@ class TurnUsage(models.Model):
 
     def __str__(self) -> str:
         return f"usage of {self.turn_id}"
+
+
+class ToolCallSourceId(models.Model):
+    """Optional table, defined by ledgerweb (ledgerweb/sql/tool_call_source_ids.sql): the id a
+    tool call has in the transcript it was imported from (a Codex call_id), where the ledger's
+    id is another. Not unique: one source id may name several calls."""
+
+    tool_call = models.OneToOneField(
+        ToolCall,
+        primary_key=True,
+        db_column="tool_call_id",
+        db_constraint=False,
+        on_delete=models.DO_NOTHING,
+        related_name="source",
+    )
+    source_id = models.TextField()
+
+    class Meta:
+        managed = False
+        db_table = "tool_call_source_ids"
+
+    def __str__(self) -> str:
+        return f"{self.tool_call_id} is {self.source_id} in its transcript"

@@ -87,6 +87,20 @@ def json_objects(*paths: Path) -> list[dict]:
     return found
 
 
+def plain_reading(path: Path) -> dict:
+    """The session and response items of a Codex rollout file (any layout), read without the
+    importer."""
+    if path.suffix == ".json":
+        document = json.loads(path.read_text())
+        return {"meta": document["session"], "items": document["items"]}
+    lines = json_objects(path)
+    if any("payload" in line for line in lines):
+        meta = next(line["payload"] for line in lines if line.get("type") == "session_meta")
+        items = [line["payload"] for line in lines if line.get("type") == "response_item"]
+        return {"meta": meta, "items": items}
+    return {"meta": lines[0], "items": [line for line in lines[1:] if "type" in line]}
+
+
 class GrowingCopy:
     """A copy of a JSONL file holding only its first `cut` lines until grow() appends the rest,
     as an agent appends to its transcript while it runs."""

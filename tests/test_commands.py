@@ -28,7 +28,7 @@ def test_ledger_init_creates_every_table_and_index_in_wal_mode(tmp_path):
     assert "Created a new ledger" in run("ledger_init", str(path))
     created = tables_and_indexes(path)
     assert {name for kind, name in created if kind == "table"} == set(schema.LEDGER_TABLES)
-    assert len([name for kind, name in created if kind == "index"]) == 16
+    assert len([name for kind, name in created if kind == "index"]) == 17  # the seeds' 16 and ours
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         assert schema.inspect_ledger(conn).mismatches == {}

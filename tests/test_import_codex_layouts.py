@@ -17,7 +17,15 @@ from pathlib import Path
 
 import pytest
 from builders import LEDGER_DB
-from importing import IMPORT_FIXTURES, answered_call, json_objects, one, query, run_import
+from importing import (
+    IMPORT_FIXTURES,
+    answered_call,
+    json_objects,
+    one,
+    plain_reading,
+    query,
+    run_import,
+)
 
 CODEX = IMPORT_FIXTURES / "codex"
 DOCUMENT = next((CODEX / "layouts").glob("rollout-*.json"))
@@ -28,19 +36,6 @@ CONTEXT = ("<environment_context>", "<user_instructions>")
 
 
 # ----- a plain reading of a rollout, whatever its layout ----------------------------------------
-
-
-def plain_reading(path: Path) -> dict:
-    """The session and response items of a rollout file, read without the importer."""
-    if path.suffix == ".json":
-        document = json.loads(path.read_text())
-        return {"meta": document["session"], "items": document["items"]}
-    lines = json_objects(path)
-    if any("payload" in line for line in lines):
-        meta = next(line["payload"] for line in lines if line.get("type") == "session_meta")
-        items = [line["payload"] for line in lines if line.get("type") == "response_item"]
-        return {"meta": meta, "items": items}
-    return {"meta": lines[0], "items": [line for line in lines[1:] if "type" in line]}
 
 
 def expected(path: Path) -> dict:

@@ -9,10 +9,12 @@ import pytest
 from builders import T0, LedgerBuilder, parse_html, use_ledger
 from django.conf import settings
 from django.core.management import CommandError, call_command
+from importing import IMPORT_FIXTURES, run_import
 from importing import comparable_rows as rows
 
 from importers import ship as ship_module
 from ledgerfacts import schema
+from ledgerweb.pg_schema import create_postgres_ledger
 
 SHIPPED = ("sessions", "turns", "messages", "tool_calls", "nexus_requests")
 
@@ -169,6 +171,22 @@ def test_a_collision_is_reported_and_never_overwritten(tmp_path, postgres_databa
             "SELECT problems FROM ledger_shipments WHERE source = %s", [str(ledgers[1].path)]
         ).fetchone()
         assert problems == 1
+
+
+def test_the_call_ids_of_an_imported_codex_rollout_are_shipped_too(tmp_path, postgres_database):
+    """A Codex call_id is kept beside its call (ledgerweb/sql/tool_call_source_ids.sql): it comes
+    into a central ledger with its call, into one made before that table existed too."""
+    host = tmp_path / "host.sqlite3"
+    run_import("codex", IMPORT_FIXTURES / "samples" / "codex" / "small.jsonl", ledger=host)
+    with central(postgres_database) as pg:
+        create_postgres_ledger(pg)
+        pg.execute("DROP TABLE tool_call_source_ids")
+    out = run_ship(host, postgres_database)
+    assert "tool_call_source_ids: 3 added, 0 already there" in out
+    with central(postgres_database) as pg, LedgerBuilder(host).conn as lite:
+        shipped = rows(pg, "tool_call_source_ids")
+        assert shipped == rows(lite, "tool_call_source_ids")
+        assert {source_id for _, source_id in shipped} == {"call-1", "call-2", "call-3"}
 
 
 def test_odd_values_are_shipped_as_they_are_meant_or_reported(tmp_path, postgres_database):

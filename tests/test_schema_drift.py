@@ -101,9 +101,10 @@ def test_drift_is_caught_in_both_directions():
     ]
 
 
-def test_the_ddl_files_hold_the_seed_indexes():
+def test_the_ddl_files_hold_the_seed_indexes_and_ours():
     names = {s.split()[2] for s in schema.index_statements(schema.ddl())}
     assert names == {
+        "idx_tool_call_source_ids_source",  # ours: a pasted call_id is looked up by it
         "idx_sessions_persona",
         "idx_sessions_routing_key",
         "idx_sessions_updated",
@@ -174,7 +175,7 @@ def test_postgres_ledger_has_the_same_indexes(both_schemas):
     assert sorted(rowid_indexes.values()) == sorted(schema.LEDGER_TABLES)
     others = {k: v for k, v in postgres_indexes(pg).items() if k not in rowid_indexes}
     assert others == sqlite_indexes(lite)
-    assert len(sqlite_indexes(lite)) == 16  # the seeds' indexes, not an empty comparison
+    assert len(sqlite_indexes(lite)) == 17  # the seeds' indexes and ours: not an empty comparison
 
 
 def test_a_postgres_ledger_with_its_rowids_is_not_reported_as_drift(both_schemas):
