@@ -158,9 +158,9 @@ def main() -> None:
         f"At {commit}, load average {load} (1/5/15 min) on 2 cores shared with other work; "
         f"{SESSIONS * TURNS * CALLS:,} tool calls in {SESSIONS:,} sessions, each keeping its "
         f"call_id (built in {built_s:.0f} s); medians of {args.runs} runs, in-process. The "
-        "lookup is the id jump's whole ledger work for a call_id (the pasted text, in capitals "
-        "and in small letters, by the source id's index, joined to its call and turn by their "
-        "keys); every other id kind is looked up beside it as before.", "",
+        "lookup (search/ids.py `find`) is the id jump's whole ledger work: every kind of id, "
+        "a call_id among them (the pasted text, in capitals and in small letters, by the source "
+        "id's index, joined to its call and turn by their keys).", "",
         "| pasted | time |", "|---|---|",
         *[f"| {what} | {ms:.2f} ms |" for what, ms in rows], "",
         f"Kept on disk: tool_call_source_ids and its index take {kept / 1e6:,.1f} MB for "
