@@ -5,7 +5,7 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from django.db.models import BooleanField, F
+from django.db.models import BigIntegerField, BooleanField, F
 from django.db.models.expressions import RawSQL
 
 from ledgerfacts.timestamps import now_ms
@@ -223,10 +223,18 @@ class RequestFilters:
             qs = qs.filter(_sql(f"{flag_state('delivery_success')} = %s", self.delivered))
         if self.timing is not None:
             qs = self._apply_timing(qs, timing_from, live_only)
+        started = "started_at"
+        if self.timing is not None:
+            # The window is a bound, not the way in: the hours holding such a timing are (a
+            # month's window walked by its index read every row's JSON: 5-10 s on the bench).
+            started = "unindexed_started_at"
+            qs = qs.alias(
+                **{started: sqlite.Unindexed(F("started_at"), output_field=BigIntegerField())}
+            )
         if self.since_ms is not None:
-            qs = qs.filter(started_at__gte=self.since_ms)
+            qs = qs.filter(**{f"{started}__gte": self.since_ms})
         if self.until_ms is not None:
-            qs = qs.filter(started_at__lt=self.until_ms)
+            qs = qs.filter(**{f"{started}__lt": self.until_ms})
         return qs
 
     def _apply_timing(self, qs, timing_from: float | None, live_only: bool = False):
