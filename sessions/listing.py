@@ -311,7 +311,11 @@ def _fill_channels(rows: list[SessionRow]) -> None:
     joins, keys = [], []
     for link in range(1, ORIGIN_LINKS + 1):
         before = f"o{link - 1}.routing_key" if link > 1 else "s.routing_key"
-        joins.append(f"LEFT JOIN sessions o{link} ON o{link}.id = {sqlite.routing_parent(before)}")
+        # Only a key of two colons or more names a parent: PostgreSQL refuses the negative
+        # substring length routing_parent() makes of any other ('imported:x', a main chat's).
+        rest = f"substr({before}, instr({before}, ':') + 1)"
+        parent = f"CASE WHEN instr({rest}, ':') > 0 THEN {sqlite.routing_parent(before)} END"
+        joins.append(f"LEFT JOIN sessions o{link} ON o{link}.id = {parent}")
         keys.append(f"o{link}.routing_key")
     marks, ids = sqlite.in_list(spawned)
     for session_id, *origins in sqlite.rows(

@@ -319,3 +319,17 @@ def test_a_fresh_fork_counts_the_turns_it_inherits_and_what_they_cost(viewer_cli
     cells = [" ".join("".join(td.itertext()).split()) for td in row.findall("td")]
     assert cells[4] == "0 + 20 inherited" and cells[5] == "1"
     assert "inherited" in cells[6] and "$" in cells[6]
+
+
+def test_a_subagent_of_a_session_whose_key_has_one_colon_is_listed_with_that_channel(
+    viewer_client, ledger
+):
+    """routing_parent() of a key with one colon is a negative substring length, which
+    PostgreSQL refuses: the page answered 500 on a central ledger of imported transcripts."""
+    ledger.session(id="S-main", routing_key="ai-music:/Users/chip/dev/ai-music")
+    ledger.session(id="S-sub", routing_key="subagent:S-main:toolu_1")
+    rows = {
+        r["id"]: r["channel"]
+        for r in viewer_client.get("/sessions/?format=json").json()["sessions"]
+    }
+    assert rows == {"S-main": "ai-music", "S-sub": "ai-music"}
