@@ -152,3 +152,35 @@ def test_a_failure_rate_of_100_percent_is_drawn_whole_at_the_top_of_the_plot(
     # Drawn whole: no clip path cuts the marker at the plot's edge.
     clipped = markers.first.evaluate("m => !!m.closest('[clip-path]')")
     assert not clipped
+
+
+def test_a_click_on_a_stages_p95_bar_lists_the_requests_at_or_above_it(
+    page, live_server, viewer, ledger, sign_in
+):
+    for i in range(40):
+        timings = f'{{"receiveEvent": 3, "runAgent": {100 * (i + 1)}}}'
+        ledger.request(id=f"R{i:02d}", started_at=T0 + i * 1000, stage_timings=timings)
+    sign_in("vera", next_url=f"/pipeline/?{WINDOW}")
+    card = page.locator("#chart-stage-timings")
+    bars = card.locator(".main-svg").first.locator(".barlayer .trace").nth(1).locator(".point path")
+    expect(bars).to_have_count(2)  # receiveEvent, runAgent
+    settle(page)
+    bars.nth(1).scroll_into_view_if_needed()
+    settle(page)
+    # A bar on a log axis starts far below the plot (its base is 0): press the middle of the
+    # part drawn inside the plot.
+    box = bars.nth(1).bounding_box()
+    plot = card.locator(".main-svg").first.locator(".nsewdrag").first.bounding_box()
+    top, bottom = (
+        max(box["y"], plot["y"]),
+        min(box["y"] + box["height"], plot["y"] + plot["height"]),
+    )
+    page.mouse.move(box["x"] + box["width"] / 2, (top + bottom) / 2)
+    page.mouse.down()
+    page.mouse.up()
+    # p95 of 100, 200, … 4,000 ms by nearest rank: the 38th, 3,800 ms; three at or above it.
+    expect(page).to_have_url(re.compile(r"/pipeline/requests/\?.*timing=runAgent.*timing_min=3800"))
+    expect(page.get_by_text("3 requests whose runAgent took at least 3,800 ms")).to_be_visible()
+    expect(page.locator("table.requests td.stage-ms")).to_have_text(
+        ["4,000 ms", "3,900 ms", "3,800 ms"]
+    )

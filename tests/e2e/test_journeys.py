@@ -76,8 +76,13 @@ def settle(page) -> None:
 
 
 def click_bar(page, bar) -> None:
+    """Every chart drawn first (a card above that draws later moves the bar), then the bar in
+    view, then a press at its middle."""
+    for card in page.locator(".chart-card").all():
+        expect(card.locator(".main-svg, .empty").first).to_be_attached()
     settle(page)
     bar.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
     box = bar.bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.mouse.down()
@@ -394,14 +399,7 @@ def test_journey_4_the_slowest_stages_p95_leads_to_the_requests_above_it(
     cell = row.locator("td[data-label=p95]")
     expect(cell.locator("a")).to_have_text(f"{figure:,.0f} ms")
     expect(cell).to_contain_text(f"({len(above)})")
-    if width > 500:  # on a desktop, the p95 bar of the stage itself
-        names = json.loads(card.locator(".chart").first.get_attribute("data-figure"))["data"]
-        stages = names[0]["x"]
-        index = next(i for i, label in enumerate(stages) if label.startswith(slowest))
-        p95_bars = card.locator(".main-svg").first.locator(".barlayer .trace").nth(1)
-        click_bar(page, p95_bars.locator(".point path").nth(index))
-    else:  # on a phone, its figure in the table below the chart
-        cell.locator("a").click()
+    cell.locator("a").click()  # (its bar leads to the same list: test_dashboard_clicks.py)
     expect(page).to_have_url(re.compile(rf"/pipeline/requests/\?.*timing={slowest}"))
     expect(page.get_by_text(f"{len(above)} requests whose {slowest} took at least")).to_be_visible()
     shown = page.locator("table.requests td.stage-ms")
@@ -475,13 +473,19 @@ def test_journey_2_choose_a_fork_point(page, live_server, operator, branching, s
     # Keys (a desktop's): from the head up to the branch point and across its branches.
     if width > 500:
         page.locator(f"#turn-{head}").click()
+        expect(page.locator("#panel [data-panel-turn]")).to_have_attribute("data-panel-turn", head)
+        page.wait_for_load_state("networkidle")
         for _ in path_to(story, head)[path_to(story, head).index(point) + 1 :]:
             page.keyboard.press("h")
         expect(page.locator(f"#turn-{point}")).to_have_class(re.compile("cursor"))
+        # l: the first child as drawn (the head's branch first), ]: the other branch.
+        first = page.locator(f"#turn-{point}").get_attribute("data-child")
+        other = page.locator(f"#turn-{first}").get_attribute("data-sibling")
+        assert {first, other} == set(children)
         page.keyboard.press("l")
-        expect(page.locator(f"#turn-{children[0]}")).to_have_class(re.compile("cursor"))
+        expect(page.locator(f"#turn-{first}")).to_have_class(re.compile("cursor"))
         page.keyboard.press("]")
-        expect(page.locator(f"#turn-{children[1]}")).to_have_class(re.compile("cursor"))
+        expect(page.locator(f"#turn-{other}")).to_have_class(re.compile("cursor"))
 
     # 3. Two rows compared: their common ancestor, each side's turns and tokens after it.
     a, b = children[0], children[1]
