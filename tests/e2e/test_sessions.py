@@ -206,6 +206,7 @@ def test_f_says_what_it_counts_beside_the_failed_turns_pill(
     expect(status).to_have_text(
         "failure 1 of 3 (2 failed turns, 1 turn with a failed tool call) · f / F"
     )
+    expect(page.locator("#panel [data-panel-turn]")).to_have_attribute("data-panel-turn", "T1")
     page.keyboard.press("f")
     expect(page.locator("#turn-T2")).to_have_class(re.compile("selected"))
     expect(page.locator("#panel")).to_contain_text("disk full")
