@@ -68,10 +68,12 @@ $(PHOENIX_VENV)/.installed-$(PHOENIX_VERSION):
 	$(PHOENIX_VENV)/bin/python -m pip install --quiet arize-phoenix==$(PHOENIX_VERSION)
 	touch $@
 
-var/secret-key:
+# With the venv's Python (found by setup), written whole or not at all: an empty key file (a
+# Python that did not run) would stop every later start with "SECRET_KEY is not set".
+var/secret-key: | setup
 	@mkdir -p var
-	@$(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(50))' > $@
-	@chmod 600 $@
+	@$(PY) -c 'import secrets; print(secrets.token_urlsafe(50))' > $@.tmp
+	@chmod 600 $@.tmp && mv $@.tmp $@
 
 migrate: setup var/secret-key
 	@mkdir -p var

@@ -96,6 +96,9 @@ class Alert(models.Model):
     class Meta:
         ordering = ["-fired_at", "-id"]
         indexes = [models.Index(fields=["ledger", "fired_at"], name="alert_fired")]
+        # A JSONField's system check asks the database; this spares a fresh checkout (no var/
+        # yet) a connection on every manage.py command, as ledgerweb.HealthReport does.
+        required_db_features = {"supports_json_field"}
 
     def __str__(self) -> str:
         return self.text[:100]

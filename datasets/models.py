@@ -19,6 +19,9 @@ class ExportRun(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["-started_at"], name="export_run_started")]
+        # A JSONField's system check asks the database; this spares a fresh checkout (no var/
+        # yet) a connection on every manage.py command, as ledgerweb.HealthReport does.
+        required_db_features = {"supports_json_field"}
 
     def __str__(self) -> str:
         return f"{self.kind} export {self.pk}"

@@ -40,6 +40,11 @@ COMMANDS_WITHOUT_SECRET = {
     "ledger_otel_export",
     "ledger_dataset",
     "ledger_role",
+    # Accounts and sign-in pauses, which the README has people run on the server's machine.
+    "changepassword",
+    "createsuperuser",
+    "axes_reset",
+    "axes_reset_username",
 }
 SECRET_KEY = env_str("SECRET_KEY")
 _manage_command = sys.argv[1] if Path(sys.argv[0]).name == "manage.py" and len(sys.argv) > 1 else ""

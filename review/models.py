@@ -16,6 +16,11 @@ class Queue(models.Model):
     total = models.IntegerField(default=0)
     capped = models.BooleanField(default=False)  # the selection held more than was taken
 
+    class Meta:
+        # A JSONField's system check asks the database; this spares a fresh checkout (no var/
+        # yet) a connection on every manage.py command, as ledgerweb.HealthReport does.
+        required_db_features = {"supports_json_field"}
+
     def __str__(self) -> str:
         return self.name
 

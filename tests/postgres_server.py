@@ -35,7 +35,11 @@ def postgres_bin() -> Path | None:
 
 
 class PostgresServer:
-    def __init__(self):
+    """tcp: also listen on 127.0.0.1 at the port (a URL with a host, as people write them);
+    ssl: with a throwaway self-signed certificate (`?sslmode=require`)."""
+
+    def __init__(self, *, tcp: bool = False, ssl: bool = False):
+        self.tcp, self.ssl = tcp, ssl
         self.bin = postgres_bin()
         if self.bin is None:
             raise RuntimeError("No PostgreSQL binaries: run `make postgres` (Debian's postgresql)")
@@ -56,14 +60,33 @@ class PostgresServer:
             shutil.chown(self.folder, user=SUPERUSER)
         self._run("initdb", "-D", str(self.data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8",
                   "--locale=C.UTF-8", "--no-sync")  # fmt: skip
+        listen = "127.0.0.1" if self.tcp else ""
         options = (
-            f"-c listen_addresses='' -c unix_socket_directories='{self.folder}' -p {self.port}"
-            " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+            f"-c listen_addresses='{listen}' -c unix_socket_directories='{self.folder}'"
+            f" -p {self.port} -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
             " -c max_connections=200"
         )
+        if self.ssl:
+            self._certificate()
+            options += " -c ssl=on"
         self._run("pg_ctl", "-D", str(self.data), "-o", options, "-w", "-l",
                   str(self.folder / "server.log"), "start")  # fmt: skip
         return self
+
+    def _certificate(self) -> None:
+        """A self-signed certificate in the data folder, where ssl=on looks for it."""
+        key, cert = self.data / "server.key", self.data / "server.crt"
+        subprocess.run(["openssl", "req", "-new", "-x509", "-days", "2", "-nodes", "-subj",
+                        "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
+                       check=True, capture_output=True)  # fmt: skip
+        key.chmod(0o600)
+        if self._as_postgres:
+            for path in (key, cert):
+                shutil.chown(path, user=SUPERUSER)
+
+    def tcp_url(self, database: str, user: str = SUPERUSER, password: str = "") -> str:
+        secret = f":{password}" if password else ""
+        return f"postgres://{user}{secret}@127.0.0.1:{self.port}/{database}"
 
     def stop(self) -> None:
         if self.data.exists():

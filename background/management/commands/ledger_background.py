@@ -49,8 +49,15 @@ class Command(BaseCommand):
         runner.run(
             chosen,
             {"days": options["days"], "every": options["every"]},
-            say=lambda line: self.stdout.write(line),
-            warn=lambda line: self.stderr.write(line),
+            say=lambda line: self._said(self.stdout, line),
+            warn=lambda line: self._said(self.stderr, line),
             every=options["every"],
             rounds=options["rounds"] or math.inf,
         )
+
+    @staticmethod
+    def _said(stream, line: str) -> None:
+        """A line of a long-running process's log, out at once: into a pipe or a file (make
+        serve's terminal, a service's log) Python would keep it in its buffer for minutes."""
+        stream.write(line)
+        stream.flush()
