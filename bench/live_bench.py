@@ -15,10 +15,10 @@ requests arrive):
    static/js/live.js behaves: it polls its endpoint at the interval the server says (and after a
    redraw, not before four times as long as the redraw took), and when told that its part changed
    it fetches its page again (the session, request and overview pages), or its chart cards (the
-   dashboard), or counts the new requests (the request list). The mix: 10
-   session pages following the writer's session, 5 request lists, 25 session pages of other
-   sessions (the 5,000-turn one among them), 5 pages of requests left processing, 3 dashboards
-   and 2 overviews.
+   dashboard), or counts the new requests (the request list). The mix: 3 session pages
+   following the writer's session (--hot), 3 request lists, a dashboard and an overview; the
+   others are pages nobody writes to: 5 requests left processing and sessions (the 5,000-turn
+   one among them), as most open tabs are.
 
 Measured: the browsing pages' p50/p95 in both runs (target: p95 within 20 %); the delay from a
 commit to the page showing it (the writer notes each commit's time and rowids; a page "shows" a
@@ -150,46 +150,63 @@ class LivePage:
             self.opened.set()
             return
         cursor, every = live["cursor"], int(live["every"]) / 1000
+        redraw_every = int(live.get("redraw-every", "0")) / 1000
         self.applied.append((time.time(), cursor))
         self.opened.set()
-        wait = every
+        wait, quiet = every, 0
         while not stop.wait(wait):
-            wait = every
-            query = ("&" if "?" in live["url"] else "?") + f"cursor={cursor}"
             try:
-                status, body = browser.get(live["url"] + query, {"Accept": "application/json"})
+                asked = time.time()
+                status, body = browser.get(poll_url(live["url"], cursor),
+                                           {"Accept": "application/json"})  # fmt: skip
                 self.polls += 1
+                answered = time.time() - asked
                 if status != 200:
                     self.errors += 1
                     continue
                 answer = json.loads(body)
                 every = answer.get("every_ms", every * 1000) / 1000
+                quiet = 0 if answer["changed"] else quiet + 1
+                wait = every * (QUIET_SLOWER if quiet >= QUIET_ANSWERS else 1)
+                wait = max(wait, POLL_GAP * answered)
                 if not answer["changed"] or live["kind"] == "requests":
                     cursor = answer["cursor"]
-                elif live["kind"] == "pipeline":
-                    started = time.time()
+                    self.applied.append((time.time(), cursor))
+                    continue
+                started = time.time()
+                if live["kind"] == "pipeline":
                     for chart in CHARTS:
                         browser.get(f"/pipeline/charts/{chart}/?window=24h", {"HX-Request": "true"})
-                    self.fetches += 1
                     cursor = answer["cursor"]
-                    wait = max(every, REDRAW_GAP * (time.time() - started))
                 else:
-                    started = time.time()
                     status, body = browser.get(self.path)
-                    self.fetches += 1
                     drawn = bar_of(body.decode(errors="replace")) if status == 200 else None
                     cursor = drawn["cursor"] if drawn else answer["cursor"]
-                    wait = max(every, REDRAW_GAP * (time.time() - started))
+                self.fetches += 1
                 self.applied.append((time.time(), cursor))
+                took = time.time() - started
+                wait = max(every, REDRAW_GAP * took, redraw_every - took)
             except (OSError, ValueError, urllib.error.URLError):
                 self.errors += 1
 
 
-REDRAW_GAP = 4  # as static/js/live.js: a redraw that took t is not followed by another before 4t
-CHARTS = ("throughput", "failures", "stage-timings", "hooks", "sources", "tokens", "delivery")
+def poll_url(url: str, cursor: str) -> str:
+    return url + ("&" if "?" in url else "?") + f"cursor={cursor}"
 
 
-def pick_pages(count: int, writer_session: str) -> list[LivePage]:
+# As static/js/live.js: a redraw that took t is not followed by another before 4t, nor a poll
+# answered after t before 8t; a page told "nothing changed" 20 times in a row asks 1.5 times
+# less often; the dashboard redraws every chart (pipeline.charts.CHARTS), at most every 5 s.
+REDRAW_GAP = 4
+QUIET_ANSWERS, QUIET_SLOWER = 20, 1.5
+POLL_GAP = 8
+CHARTS = ("throughput", "failures", "stage-timings", "hooks", "sources", "tokens", "cost",
+          "delivery")  # fmt: skip
+# Pages open on the session being written (--hot): people watching an agent at work.
+HOT_SESSION_PAGES = 3
+
+
+def pick_pages(count: int, writer_session: str, hot: int = HOT_SESSION_PAGES) -> list[LivePage]:
     """The mix of open pages (see the module's docstring), scaled to `count`."""
     with closing(sqlite3.connect(f"file:{COPY}?mode=ro", uri=True)) as conn:
         long = long_session(conn)
@@ -200,15 +217,14 @@ def pick_pages(count: int, writer_session: str) -> list[LivePage]:
             "SELECT id FROM nexus_requests WHERE status = 'processing' LIMIT 10")]  # fmt: skip
     idle_sessions = ([long[0]] if long else []) + [s for s in others if s != writer_session]
     mix = (
-        [LivePage(f"/sessions/{writer_session}/", "writer") for _ in range(10)]
-        + [LivePage("/pipeline/requests/", "requests") for _ in range(5)]
-        + [LivePage(f"/sessions/{s}/", "idle") for s in idle_sessions[:25]]
+        [LivePage(f"/sessions/{writer_session}/", "writer") for _ in range(hot)]
+        + [LivePage("/pipeline/requests/", "requests") for _ in range(3)]
+        + [LivePage("/pipeline/?window=24h", "pipeline")]
+        + [LivePage("/", "ledger")]
         + [LivePage(f"/pipeline/requests/{r}/", "idle") for r in processing[:5]]
-        + [LivePage("/pipeline/?window=24h", "pipeline") for _ in range(3)]
-        + [LivePage("/", "ledger") for _ in range(2)]
+        + [LivePage(f"/sessions/{s}/", "idle") for s in idle_sessions]
     )
-    return [mix[i % len(mix)] if i < len(mix) else LivePage(mix[i % len(mix)].path,
-            mix[i % len(mix)].follows) for i in range(count)]  # fmt: skip
+    return [LivePage(p.path, p.follows) for p in (mix * (1 + count // len(mix)))[:count]]
 
 
 def idle_pages(count: int, writer_session: str) -> list[LivePage]:
@@ -428,8 +444,12 @@ def sse_run(seconds: float, streams: int) -> dict:
         return {"idle": idle, "busy": busy, "rss": rss, "base_rss": base_rss,
                 "events": events[0]}  # fmt: skip
     finally:
-        process.terminate()
-        process.wait(timeout=20)
+        process.terminate()  # uvicorn waits for open streams to end: not for long
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 # -- The report ------------------------------------------------------------------------------------
@@ -447,8 +467,9 @@ def report(args, alone: dict, beside: dict, idle: dict, sse: dict | None, loads:
         HEADING,
         "",
         f"Command: `.venv/bin/python -m bench.live_bench --seconds {args.seconds:g} --pages"
-        f" {args.pages} --clients {args.clients} --write-doc` (in `make bench`). A copy of the"
-        " large bench ledger, gunicorn with 2 sync workers, a writer committing every 50 ms"
+        f" {args.pages} --clients {args.clients} --hot {args.hot} --write-doc` (in `make"
+        " bench`). A copy of the large bench ledger, gunicorn with 2 sync workers, a writer"
+        " committing every 50 ms"
         f" ({len(beside['notes']):,} commits in the second run). Measured at {loads}: other"
         " developers were working on the machine, so compare the two runs with each other.",
         "",
@@ -527,6 +548,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--pages", type=int, default=50)
     parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--hot", type=int, default=HOT_SESSION_PAGES,
+                        help="how many of the pages follow the session being written")  # fmt: skip
     parser.add_argument("--keep-copy", action="store_true",
                         help="reuse var/bench/live-scale.sqlite3 if it is there")  # fmt: skip
     parser.add_argument("--no-sse", action="store_true", help="skip the SSE prototype")
@@ -578,14 +601,14 @@ def main() -> None:
         loads.append(load())
         alone = browsing_run(server, args.seconds, args.clients, [], "alone")
         loads.append(load())
-        beside = browsing_run(server, args.seconds, args.clients,
-                              pick_pages(args.pages, writer_session), "beside")  # fmt: skip
+        tabs = pick_pages(args.pages, writer_session, args.hot)
+        beside = browsing_run(server, args.seconds, args.clients, tabs, "beside")
         idle = {}
         for key, with_writer in (("still", False), ("moving", True)):
             quiet = max(20.0, args.seconds / 2)
             idle[key + "-base"] = idle_run(server, quiet, [], with_writer, key + "-base")
-            pages = idle_pages(args.pages, writer_session)
-            idle[key] = idle_run(server, quiet, pages, with_writer, key)
+            idle[key] = idle_run(server, quiet, idle_pages(args.pages, writer_session),
+                                 with_writer, key)  # fmt: skip
         loads.append(load())
     finally:
         server.stop()

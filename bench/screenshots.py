@@ -9,6 +9,8 @@
         --password "$PASSWORD" [overview thread ...]  # names: only these
 
 The failure inbox's shots read the hours the summaries hold: run `ledger_rollup` first. The
+live-session shot is the session the demo's live writer keeps moving: a ledger built with
+`ledger_demo --live`, served with its background process running (`make serve` starts it). The
 annotations, the preference and the review queue the shots show are made through the pages by
 the signed-in user (issue 31), once: a second run finds them.
 Desktop shots are 1280 px wide, phone shots (`*-phone.png`) 390 px at twice the pixel density;
@@ -55,6 +57,9 @@ IMPORTED_TURN_SQL = """SELECT t.session_id, t.id FROM turns t JOIN sessions s ON
 BRANCH_POINT_SQL = """SELECT parent_turn_id FROM turns WHERE session_id = ?
   AND parent_turn_id IS NOT NULL GROUP BY parent_turn_id HAVING count(*) > 1
   ORDER BY count(*) DESC, parent_turn_id LIMIT 1"""
+# The session the demo's live writer keeps moving (demo/live_writer.py; `make demo` runs it).
+LIVE_SESSION_SQL = """SELECT id FROM sessions WHERE routing_key = 'cursor:ledgerweb:live-demo'
+  ORDER BY rowid DESC LIMIT 1"""
 # The newest failed request that ran a turn.
 REQUEST_SQL = """SELECT id FROM nexus_requests WHERE status = 'failed' AND turn_id IS NOT NULL
   ORDER BY started_at DESC LIMIT 1"""
@@ -117,10 +122,15 @@ def pages(ledger: Path) -> tuple[list, list]:
     imported_turn = f"/sessions/{imported[0]}/turns/{imported[1]}/" if imported else None
     if imported is None:
         print("No imported Claude Code turn in this ledger: import-claude-code-* left out")
+    live = db.execute(LIVE_SESSION_SQL).fetchone()
+    live_session = f"/sessions/{live[0]}/" if live else None
+    if live is None:
+        print("No live demo session (the demo's live writer has not run): live-session left out")
     desktop = [
         ("overview", "/", 900),
         ("session-list", "/sessions/", 900),
         ("session-tree", f"/sessions/{session}/", 1000),
+        ("live-session", live_session, 900),
         ("branch-point", f"/sessions/{session}/turns/{point}/branches/", 900),
         ("session-tree-hoisted", f"/sessions/{session}/?hoist={point}", 1000),
         ("turn-panel", failed_turn, 1000),

@@ -38,7 +38,10 @@ COUNTED = 1000
 # is told that it changed and redraws (rows are found again by the page itself).
 MAX_SCAN = 50_000
 # How often each kind of page asks, in milliseconds (the answer says it, so the server decides).
-EVERY_MS = {"session": 1000, "request": 1000, "requests": 1500, "pipeline": 4000, "ledger": 4000}
+EVERY_MS = {"session": 1000, "request": 1000, "requests": 1500, "pipeline": 5000, "ledger": 5000}
+# At least this long between two redraws of a page (from one's start to the next's): the
+# dashboard's charts and the overview are heavier than a poll, and they promise 10 s, not 2.
+REDRAW_EVERY_MS = {"session": 0, "request": 0, "requests": 0, "pipeline": 5000, "ledger": 8000}
 
 
 @dataclass

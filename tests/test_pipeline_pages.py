@@ -4,6 +4,7 @@ exactly the requests it counts."""
 
 import html
 import json
+import re
 from urllib.parse import urlencode, urljoin
 
 import pytest
@@ -542,7 +543,13 @@ def test_the_dashboard_follows_the_ledger_and_its_old_auto_refresh_address_still
         page = viewer_client.get(url).content.decode()
         assert "Auto-refresh" not in page and "every 30s" not in page
         assert ('data-live-kind="pipeline"' in page) == ("since" not in url), url
-    assert 'data-live-kind="pipeline"' in viewer_client.get("/pipeline/?window=7d").content.decode()
+    page = viewer_client.get("/pipeline/?window=7d").content.decode()
+    assert 'data-live-kind="pipeline"' in page
+    # Every chart follows (static/js/live.js redraws each card it can fetch again), no more
+    # often than every 5 s: the charts are heavier than a poll and the dashboard promises 10 s.
+    followed = re.findall(r'<section class="card chart-card" id="chart-([a-z-]+)"\s+hx-get=', page)
+    assert sorted(followed) == sorted(CHARTS)
+    assert 'data-live-redraw-every="5000"' in page
 
 
 def test_a_chart_with_nothing_to_count_says_so_instead_of_drawing_bare_axes(

@@ -10,7 +10,14 @@ from ledgerfacts.timestamps import now_ms
 from ledgerweb import long_values
 from ledgerweb.formatting import elapsed
 from live import cursor
-from live.watches import EVERY_MS, PipelineWatch, RequestListWatch, RequestWatch, SessionWatch
+from live.watches import (
+    EVERY_MS,
+    REDRAW_EVERY_MS,
+    PipelineWatch,
+    RequestListWatch,
+    RequestWatch,
+    SessionWatch,
+)
 from live.watches import turn_state as read_turn_state
 
 register = template.Library()
@@ -44,6 +51,7 @@ def live_bar(context, kind: str, target=None) -> dict:
         "rows_url": rows_url,
         "cursor": str(now),
         "every": EVERY_MS[kind],
+        "redraw_every": REDRAW_EVERY_MS[kind],
         "paused": request.GET.get("live") == "0",
         "stalled_after_ms": settings.STALLED_AFTER_S * 1000,
     }

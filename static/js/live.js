@@ -22,11 +22,18 @@
   // (a huge tree, the overview of a big ledger) costs the server at most a quarter of a worker
   // per open tab, however fast the ledger is written.
   var REDRAW_GAP = 4;
+  // A page told "nothing changed" this many times in a row asks half as often again (a page
+  // nobody writes costs the server less); the first change brings it back to its pace.
+  var QUIET_ANSWERS = 20, QUIET_SLOWER = 1.5;
+  // A poll answered late means the server is busy (its workers were serving other requests):
+  // the page waits POLL_GAP times as long as the answer took before asking again, so live pages
+  // step aside for the people browsing rather than queue up in front of them.
+  var POLL_GAP = 8;
   // Classes other scripts put on server-drawn elements, kept when the element is redrawn.
   var CLIENT_CLASSES = ["cursor", "find-hit", "find-failure", "visited"];
 
   var state = { bar: null, timer: null, failures: 0, busy: false, pending: 0, more: false,
-                newTurns: [], moreTurns: false, waiting: false, rest: 0 };
+                newTurns: [], moreTurns: false, waiting: false, rest: 0, quiet: 0 };
 
   function bar() { return document.querySelector("[data-live]"); }
   function say(text) {
@@ -305,6 +312,7 @@
   // -- The dashboard: its charts -----------------------------------------------------------------
 
   function redrawCharts() {
+    // Every chart: a page that says "Following live" shows none of them stale.
     var cards = Array.from(document.querySelectorAll(".chart-card[hx-get]"));
     return Promise.all(cards.map(function (card) {
       return fetch(card.getAttribute("hx-get"), { credentials: "same-origin", headers: { "HX-Request": "true" } })
@@ -350,7 +358,9 @@
   function apply(live, answer) {
     var started = Date.now();
     return redraw(live, answer).then(function () {
-      state.rest = REDRAW_GAP * (Date.now() - started);
+      var took = Date.now() - started;
+      var atMostEvery = Number(live.dataset.liveRedrawEvery) || 0;
+      state.rest = Math.max(REDRAW_GAP * took, atMostEvery - took);
     });
   }
 
@@ -389,6 +399,7 @@
     var every = Number(live.dataset.liveEvery) || 1000;
     if (state.busy) { schedule(every); return; }
     state.busy = true;
+    var asked = Date.now();
     fetch(pollUrl(live), { credentials: "same-origin", headers: { Accept: "application/json" } })
       .then(function (response) {
         if (response.redirected) { stop("Signed out: reload the page to sign in again."); return null; }
@@ -404,6 +415,9 @@
         live.dataset.liveEvery = String(every);
         var recovered = state.failures > 0;
         state.failures = 0;
+        state.quiet = answer.changed ? 0 : state.quiet + 1;
+        if (state.quiet >= QUIET_ANSWERS) every = Math.round(every * QUIET_SLOWER);
+        every = Math.max(every, POLL_GAP * (Date.now() - asked));
         if (!answer.changed) {
           live.dataset.liveCursor = answer.cursor;
           say(paused() ? "Paused" : recovered ? "Back live" : "Following live");

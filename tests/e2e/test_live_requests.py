@@ -133,14 +133,19 @@ def test_the_dashboard_and_the_overview_follow_within_ten_seconds(
     sign_in("vera", next_url="/pipeline/?window=24h")
     expect(page.locator("#chart-throughput [data-figure]")).to_have_count(1, timeout=10_000)
     assert _chart_total(page, "throughput") == 3
-    for n in range(3, 5):
-        ledger.request(id=f"R{n}", started_at=now_ms(), completed_at=now_ms() + 500)
+    expect(page.locator("#chart-failures")).to_contain_text("Nothing to draw")
+    ledger.request(id="R3", started_at=now_ms(), completed_at=now_ms() + 500)
+    ledger.request(id="R4", started_at=now_ms(), completed_at=now_ms() + 500, status="failed",
+                   error_stage="runAgent")  # fmt: skip
     page.wait_for_function(
         "() => { const c = document.querySelector('#chart-throughput [data-figure]');"
         " return c && JSON.parse(c.dataset.figure).data.filter(t => t.type === 'bar')"
         ".reduce((n, t) => n + t.y.reduce((a, b) => a + (b || 0), 0), 0) === 5; }",
         timeout=10_000,
     )
+    # Every chart follows, not only those drawn over time: the failure is on its chart too.
+    expect(page.locator("#chart-failures [data-figure]")).to_have_count(1, timeout=10_000)
+    assert _chart_total(page, "failures") == 1
 
     page.goto(f"{live_server.url}/")
     requests_today = page.locator("#last-day dd a").first

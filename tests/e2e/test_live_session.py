@@ -236,3 +236,28 @@ def test_a_turn_that_writes_nothing_for_a_while_is_marked_stalled(
     page.clock.run_for(20_000)  # no write for 20 s: the page says so without asking anyone
     expect(stalled).to_be_visible()
     expect(page.locator("#panel .running-turn .mark-stalled")).to_be_visible()
+
+
+def test_new_turns_that_land_in_a_folded_stretch_are_counted(
+    page, live_server, viewer, ledger, sign_in
+):
+    s = ledger.session(id="S2", label="A long straight run")
+    parent = None
+    for i in range(20):
+        parent = ledger.turn(s, parent, id=f"T{i:02d}", started_at=T0 + i)
+    ledger.set_head(s, {"id": "T00"}, parent)
+    sign_in("vera", next_url="/sessions/S2/")
+    expect(page.locator(".tree-row.fold")).to_have_count(1)
+    ledger.turn(s, {"id": "T19"}, id="N1", started_at=now_ms())
+    ledger.turn(s, {"id": "N1"}, id="N2", started_at=now_ms())
+    ledger.turn(s, {"id": "N2"}, id="N3", status="pending", started_at=now_ms(),
+                completed_at=None)  # fmt: skip
+    ledger.conn.execute("UPDATE sessions SET current_turn_id = 'N3' WHERE id = 'S2'")
+    expect(page.locator("#turn-N3 .mark-head")).to_have_count(1, timeout=ON_SCREEN_MS)
+    # The stretch grew under its fold: the turn it swallowed is counted, not shown.
+    expect(page.locator("#turn-N1")).to_have_count(0)
+    news = page.locator("#live-bar [data-live-news]")
+    expect(news).to_have_text("1 new turn ↓")
+    news.click()
+    expect(page).to_have_url(re.compile(r"/sessions/S2/turns/N1/$"))
+    expect(page.locator("#turn-N1")).to_have_class(re.compile("selected"))
