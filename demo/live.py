@@ -14,13 +14,16 @@ does nothing.
 
 import json
 import random
+import sqlite3
+from contextlib import closing
 
-from django.db import connections, transaction
+from django.db import connections
 
 from background.jobs import Job, Step, register
+from ledgerfacts.dbapi import write_transaction
 from ledgerfacts.timestamps import now_ms
 from ledgerweb import sqlite
-from ledgerweb.db import LEDGER, LEDGER_WRITE
+from ledgerweb.db import BUSY_TIMEOUT_S, LEDGER, LEDGER_WRITE, ledger_path_of
 
 from .marker import DEMO_MARKS
 from .pipeline import STAGE_MS, STAGES
@@ -44,32 +47,36 @@ def finish_in_flight(**options) -> Step:
     if not is_demo_ledger():
         return Step()
     cutoff = now_ms() - FINISH_AFTER_MS
-    with transaction.atomic(using=LEDGER_WRITE), connections[LEDGER_WRITE].cursor() as cursor:
-        cursor.execute(
+    # A writable connection of its own to the demo's file, as the demo's other writers
+    # (demo/live_writer.py): one short write transaction, never the browsing path's.
+    path = ledger_path_of(LEDGER_WRITE)
+    with (
+        closing(sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)) as conn,
+        write_transaction(conn),
+    ):
+        requests = conn.execute(
             "SELECT id, stage, stage_timings, started_at, turn_id FROM nexus_requests"
-            " WHERE status = 'processing' AND started_at < %s LIMIT %s",
+            " WHERE status = 'processing' AND started_at < ? LIMIT ?",
             [cutoff, BATCH],
-        )
-        requests = cursor.fetchall()
+        ).fetchall()
         for request_id, stage, raw_timings, started, turn_id in requests:
             timings = _finished_timings(stage, raw_timings, random.Random(request_id))
             done = int(started) + sum(timings.values())
-            cursor.execute(
+            conn.execute(
                 "UPDATE nexus_requests SET status = 'completed', stage = 'finalize',"
-                " stage_timings = %s, completed_at = %s WHERE id = %s",
+                " stage_timings = ?, completed_at = ? WHERE id = ?",
                 [json.dumps(timings), done, request_id],
             )
             if turn_id:
-                _finish_turn(cursor, turn_id, done)
+                _finish_turn(conn, turn_id, done)
         # A live head without a request (a subagent's turn): finished too.
-        cursor.execute(
+        turns = conn.execute(
             "SELECT id, started_at FROM turns WHERE status IN ('pending', 'streaming')"
-            " AND started_at < %s LIMIT %s",
+            " AND started_at < ? LIMIT ?",
             [cutoff, BATCH],
-        )
-        turns = cursor.fetchall()
+        ).fetchall()
         for turn_id, started in turns:
-            _finish_turn(cursor, turn_id, int(started) + FINISH_AFTER_MS)
+            _finish_turn(conn, turn_id, int(started) + FINISH_AFTER_MS)
     finished = len(requests) + len(turns)
     if not finished:
         return Step()
@@ -95,15 +102,15 @@ def _finished_timings(stage: str, raw: str | None, rng: random.Random) -> dict[s
     return {name: int(value) for name, value in timings.items()}
 
 
-def _finish_turn(cursor, turn_id: str, done: int) -> None:
-    cursor.execute(
-        "UPDATE tool_calls SET status = 'completed', completed_at = %s"
-        " WHERE turn_id = %s AND status = 'pending'",
+def _finish_turn(conn: sqlite3.Connection, turn_id: str, done: int) -> None:
+    conn.execute(
+        "UPDATE tool_calls SET status = 'completed', completed_at = ?"
+        " WHERE turn_id = ? AND status = 'pending'",
         [done, turn_id],
     )
-    cursor.execute(
-        "UPDATE turns SET status = 'completed', completed_at = %s"
-        " WHERE id = %s AND status IN ('pending', 'streaming')",
+    conn.execute(
+        "UPDATE turns SET status = 'completed', completed_at = ?"
+        " WHERE id = ? AND status IN ('pending', 'streaming')",
         [done, turn_id],
     )
 

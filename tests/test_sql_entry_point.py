@@ -28,6 +28,7 @@ MAY_RUN_SQL = {
     "demo/build.py": "writes the demo ledger",
     "demo/sink.py": "writes the demo ledger",
     "demo/live_writer.py": "keeps the live demo's ledger moving (make demo)",
+    "demo/live.py": "finishes the demo ledger's in-flight requests and turns as time passes",
     "pipeline/retention.py": "moves old requests to an archive ledger, batch by batch",
     "pipeline/retention_db.py": "retention's connections: a SQLite file or a PostgreSQL database",
     "importers/writer.py": "writes imported sessions in one transaction",
