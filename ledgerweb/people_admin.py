@@ -23,8 +23,10 @@ def _give(role: str | None):
         for person in people:
             set_role(person, role)
         names = ", ".join(p.get_username() for p in people)
-        what = f"the {role} role" if role else "no role"
-        modeladmin.message_user(request, f"{names}: now {what}.", messages.SUCCESS)
+        # The admin's message list capitalises a message's first letter: the names go last, as
+        # they are spelt (a username is case-sensitive).
+        what = f"Given the {role} role" if role else "No role any more"
+        modeladmin.message_user(request, f"{what}: {names}.", messages.SUCCESS)
 
     give.__name__ = f"give_{role or 'no'}_role"
     return give
@@ -51,6 +53,9 @@ class PersonAdmin(admin.ModelAdmin):
     search_fields = ["username", "email"]
     ordering = ["username"]
     actions = [_give(name) for name in ROLES] + [_give(None)]
+
+    class Media:
+        css = {"all": ["css/admin.css"]}  # the action menu's long choices stay in the list
 
     @admin.display(description="role")
     def role(self, obj):

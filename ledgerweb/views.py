@@ -75,8 +75,13 @@ def refused(request: HttpRequest, exception=None) -> HttpResponse:
         "what": what,
         "message": str(exception) if exception and not needed else "",
         "current": role_of(user) if user.is_authenticated else None,
-        "ask": who_gives_roles() if user.is_authenticated else [],
+        # Whom to ask: never the person refused (an admin refused a superuser's page).
+        "ask": [name for name in who_gives_roles() if name != user.get_username()]
+        if user.is_authenticated
+        else [],
     }
+    # "an operator", "an admin", "a viewer"
+    ctx["article"] = "an" if (ctx["current"] or "x")[0] in "aeiou" else "a"
     if wants_json(request):
         body = {"error": "refused", "role_needed": needed, "your_role": ctx["current"],
                 "ask": ctx["ask"], "detail": str(exception or "")}  # fmt: skip
