@@ -110,7 +110,7 @@ DJANGO_STATE_TESTS := tests/test_state_db.py tests/test_rollups.py tests/test_su
 	tests/test_search_index.py tests/test_search_truth.py tests/test_admin.py \
 	tests/test_login_required.py tests/test_annotating.py tests/test_annotation_filters.py \
 	tests/test_annotation_search.py tests/test_datasets.py tests/test_preferences.py \
-	tests/test_review_queues.py \
+	tests/test_review_queues.py tests/test_roles.py \
 	tests/test_security.py tests/test_health.py tests/test_long_value_links.py \
 	tests/test_issues_inbox.py tests/test_issue_lifecycle.py tests/test_alerts.py \
 	tests/test_two_hosts.py::test_two_hosts_meeting_a_new_ledger_at_once_name_it_once \
@@ -127,7 +127,8 @@ POSTGRES_LEDGER_TESTS = $(patsubst %,tests/test_%.py,session_list session_page t
 	turn_usage windows hostile_ledger admin health overview databases postgres_ledger \
 	import_command retention search search_index search_codex_ids otel_export otel_receiver long_value_links \
 	stage_durations annotating annotation_filters annotation_search datasets issues_inbox \
-	issue_lifecycle alerts live turn_timeline transcripts_read_well preferences review_queues)
+	issue_lifecycle alerts live turn_timeline transcripts_read_well preferences review_queues \
+	roles)
 # And in the browser: the walker over the demo ledger shipped into PostgreSQL by ledger_ship
 # (every page and control), and the journeys: session tree and fork, request page and live
 # pages, charts and their click-through, archiving, signing in, search (about 6 min).
