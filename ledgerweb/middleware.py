@@ -12,7 +12,7 @@ from django.urls import reverse
 from ledgerweb.db import LEDGER_ALIASES, ledger_is_postgres, ledger_shown_to
 from ledgerweb.http import wants_json
 from ledgerweb.params import SQLITE_INT, BadParameter, bad_request
-from ledgerweb.roles import has_a_role
+from ledgerweb.roles import ROLE_PROMISES, has_a_role, who_gives_roles
 from ledgerweb.sqlite import LedgerQueryTimeout, is_interrupted
 
 logger = logging.getLogger(__name__)
@@ -130,7 +130,8 @@ class RoleRequiredMiddleware:
             return JsonResponse(
                 {"error": "no role", "detail": "Ask an administrator for a role."}, status=403
             )
-        return render(request, "no_role.html", status=403)
+        ctx = {"ask": who_gives_roles(), "promises": ROLE_PROMISES}
+        return render(request, "no_role.html", ctx, status=403)
 
     def _is_open(self, path: str) -> bool:
         return path in {reverse(name) for name in self.OPEN_URL_NAMES} | {"/favicon.ico"}
