@@ -63,6 +63,16 @@ def favicon(request: HttpRequest) -> HttpResponse:
     return redirect(static("favicon.svg"), permanent=True)
 
 
+@login_not_required
+def form_refused(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: a form without a valid token, said in the site's layout (not Django's
+    bare "403 Forbidden"); a JSON twin gets the same as JSON."""
+    if wants_json(request):
+        detail = "CSRF token missing or no longer valid: reload the page and send it again."
+        return JsonResponse({"error": "refused", "detail": detail}, status=403)
+    return render(request, "form_refused.html", status=403)
+
+
 def refused(request: HttpRequest, exception=None) -> HttpResponse:
     """The 403 page (handler403): in the site's layout, saying which role the page needs, what
     the person has, and whom to ask for it. JSON for a JSON twin."""

@@ -54,6 +54,19 @@ def test_every_post_without_a_csrf_token_is_refused(admin_user, world):
     assert len(ALL_URLS) > 20 and ledger_rows(world) == before
 
 
+def test_a_post_refused_for_its_token_says_why_in_the_sites_layout(admin_user, world):
+    """Not Django's bare "403 Forbidden": a form left open past its sign-in is what people meet."""
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(admin_user)
+    response = client.post("/admin/conversations/session/", {"action": "archive"})
+    body = response.content.decode()
+    assert response.status_code == 403
+    assert 'class="topbar"' in body and "<nav" in body, "the site's layout"
+    assert "CSRF" in body and "Reload the page" in body and "Forbidden" not in body
+    twin = client.post("/search/?format=json", HTTP_ACCEPT="application/json")
+    assert twin.status_code == 403 and twin.json()["error"] == "refused"
+
+
 def test_the_same_post_with_its_token_goes_through(client, operator, world):
     # The counterpart of the test above: the refusal was the missing token, not the request.
     csrf_client = Client(enforce_csrf_checks=True)
@@ -219,3 +232,10 @@ def test_the_demo_admin_password_is_new_for_every_install(django_user_model):
         django_user_model.objects.filter(username="admin").delete()
     assert passwords[0] != passwords[1]
     assert all(len(p) >= 16 for p in passwords)  # 12 random bytes, not a word to guess
+
+
+def test_a_sign_in_refused_for_its_token_says_why_without_a_500(db):
+    response = Client(enforce_csrf_checks=True).post(
+        "/accounts/login/", {"username": "x", "password": "y"}
+    )
+    assert response.status_code == 403 and "Reload the page" in response.content.decode()
