@@ -11,6 +11,7 @@ from django.contrib import admin, messages
 from django.db.models import Count, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.shortcuts import redirect
+from django.template.defaultfilters import pluralize
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
@@ -170,7 +171,8 @@ class SessionAdmin(ReadOnlyLedgerAdmin):
             ids = list(idle.values_list("id", flat=True))
             changed = change_status(ids, "archived", request.user)
             note = (
-                f"Archived {changed} sessions idle for more than {days} days. Nothing was deleted."
+                f"Archived {changed} session{pluralize(changed)} idle for more than {days}"
+                f" day{pluralize(days)}. Nothing was deleted."
             )
             self.message_user(request, note, messages.SUCCESS)
             return redirect("admin:conversations_session_changelist")

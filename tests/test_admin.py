@@ -445,3 +445,16 @@ def test_an_admin_list_past_10000_rows_says_10000_plus_and_reaches_every_row(
         pages += 1
     assert sorted(seen) == [f"C{n:03d}" for n in range(161)]  # every row, each once
     assert len(seen) == len(set(seen))
+
+
+def test_archiving_after_one_day_says_one_day_and_one_session(client, operator, ledger):
+    from ledgerfacts.timestamps import now_ms
+
+    ledger.session(id="OLD", updated_at=now_ms() - 3 * 86_400_000)
+    client.force_login(operator)
+    url = "/admin/conversations/session/archive-idle/"
+    preview = client.get(url + "?days=1").content.decode()
+    assert "<strong>1</strong> active session idle for more than 1 day would" in preview
+    done = client.post(url, {"days": "1", "confirmed": "yes"}, follow=True).content.decode()
+    assert "Archived 1 session idle for more than 1 day. Nothing was deleted." in done
+    assert statuses(ledger) == {"OLD": "archived"}
