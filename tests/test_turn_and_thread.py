@@ -741,3 +741,15 @@ def test_a_tool_call_page_has_a_json_twin_with_its_payloads(viewer_client, convo
     turn = viewer_client.get("/sessions/S1/turns/T2/?format=json").json()
     assert twin == {"session_id": "S1", "turn_id": "T2"} | turn["tool_calls"][1]
     assert (twin["id"], twin["status"], twin["error"]) == ("C2", "failed", "gmail: 401 expired")
+
+
+def test_a_pending_turn_without_a_total_says_so_instead_of_a_dash(viewer_client, ledger):
+    s = ledger.session(id="S1")
+    panel_url = "/sessions/S1/turns/P1/"
+    ledger.turn(s, id="P1", status="pending", completed_at=None, total_tokens=None)
+    ledger.turn(s, id="C1", total_tokens=1337)
+    panel = viewer_client.get(panel_url, HTTP_HX_REQUEST="true").content.decode()
+    assert "1,250 context + 87 output" in panel
+    assert "no total recorded" in panel and "= — tokens" not in panel
+    done = viewer_client.get("/sessions/S1/turns/C1/", HTTP_HX_REQUEST="true").content.decode()
+    assert "= 1,337 tokens" in done and "no total recorded" not in done
