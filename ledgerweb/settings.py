@@ -191,6 +191,15 @@ TEMPLATES = [
             ],
         },
     },
+    {
+        # The rows of the most opened lists only (ledgerweb/jinja.py says why and how):
+        # templates/<app>/*.jinja, rendered by ledgerweb.jinja.rows_html().
+        "NAME": "jinja2",
+        "BACKEND": "django.template.backends.jinja2.Jinja2",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": False,
+        "OPTIONS": {"environment": "ledgerweb.jinja.environment"},
+    },
 ]
 
 DATABASES = {

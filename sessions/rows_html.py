@@ -1,6 +1,7 @@
 """The two long lists written in Python rather than in a template: the turn tree's rows and a
-turn's tool calls. Everything else, the session and request lists included, is drawn by
-templates, where a designer looks for markup; these two stay here because of their size.
+turn's tool calls. Everything else is drawn by templates, where a designer looks for markup; these
+two stay here because of their size. The session list's 50 rows are a Jinja2 template
+(list_rows_html below, ledgerweb/jinja.py says why).
 
 Why, in figures. A session can have thousands of turns and a turn hundreds of tool calls. For
 5,000 tree rows (measured by the issue 20 review on this machine): f-strings 41 ms, a Jinja2
@@ -8,7 +9,8 @@ loop ~170 ms, a Django template loop with prepared values ~540 ms, and template 
 (the first version) 1.6 s. A 600-call turn's panel spent ~100 ms in its template loop (a
 {% url %} and a few filters per call) and a few ms here. A list page's 50 rows, by contrast,
 cost ~10-17 ms through their template loop against ~1.5-2.5 ms as f-strings (the same machine
-under load, docs/benchmarks.md): a price worth paying on pages with a 150 ms target, not on these.
+under load, docs/benchmarks.md), and ~1.4 ms as a Jinja2 loop: the session list's rows moved
+there when the list had to answer at Datasette's speed (issue 33).
 Re-measure with `.venv/bin/python -m bench.list_rows_bench`.
 
 Every value from the ledger goes through escape(). The URLs come from IdUrls (one reverse() per
@@ -26,7 +28,7 @@ from django.template.loader import render_to_string
 from django.utils.safestring import SafeString, mark_safe
 
 from ledgerfacts.timestamps import now_ms
-from ledgerweb import long_values
+from ledgerweb import jinja, long_values
 from ledgerweb.costs import cost_html
 from ledgerweb.formatting import duration, elapsed, short_model, tokens
 from ledgerweb.html_parts import IdUrls, css_name, escape
@@ -35,6 +37,13 @@ from sessions.gutter import Gutter
 from sessions.models import Session
 from sessions.page import TreeItem, TreeView
 from sessions.turn_detail import ToolCallView
+
+
+def list_rows_html(rows) -> SafeString:
+    """The session list's rows (sessions.listing.SessionRow, their marks_html set), drawn by
+    templates/sessions/list_rows.jinja."""
+    urls = IdUrls("sessions:detail")
+    return jinja.rows_html("sessions/list_rows.jinja", rows=rows, detail_url=urls.html)
 
 
 def tree_rows_html(

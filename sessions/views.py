@@ -38,7 +38,7 @@ from sessions.page import (
     tree_page,
     whole_tree_shape,
 )
-from sessions.rows_html import timeline_parts, tree_rows_html
+from sessions.rows_html import list_rows_html, timeline_parts, tree_rows_html
 from sessions.thread import load_thread
 from sessions.tree_map import KINDS as MAP_KINDS
 from sessions.tree_map import tree_map
@@ -102,6 +102,7 @@ def _session_list_page(request: HttpRequest, filters: SessionFilters, page) -> H
     ctx = {
         "filters": filters,
         "page": page,
+        "rows_html": list_rows_html(page.rows),
         # '' is the form's "any": a persona of '' is not offered as a choice of its own.
         "personas": [p for p in sqlite.distinct_values("sessions", "persona", limit=100) if p],
         "channels": [

@@ -157,8 +157,12 @@ def test_the_session_list_shows_each_sessions_cost_as_its_page_sums_it(viewer_cl
         assert listed[session_id] == page, session_id
     assert listed["A"]["unpriced_models"] == ["llama3:8b"]
     rows = parse_html(viewer_client.get("/sessions/").content).iter("tr")
-    shown = [td.text for tr in rows for td in tr.iter("td") if td.get("class") == "num cost"]
-    assert len(shown) == 3 and all(text.startswith("≈ $") for text in shown)
+    cells = [td for tr in rows for td in tr.iter("td") if td.get("class") == "num cost"]
+    assert len(cells) == 3 and all(td.text.startswith("≈ $") for td in cells)
+    # Each holds a turn without a price: counted beside the sum, its model named on hover.
+    for td in cells:
+        assert "".join(td.itertext()).endswith(" + 1 unpriced")
+        assert td.get("title") == "1 turn of 1 unpriced model (llama3:8b) not counted"
 
 
 def test_the_health_page_lists_the_model_names_without_a_price(admin_client, ledger, costly):
