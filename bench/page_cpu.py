@@ -3,6 +3,7 @@ whatever the machine's load makes the wall time (issue 33: a loaded, shared mach
 
     .venv/bin/python -m bench.page_cpu [--scale-50] [--runs 40] [--rounds 5] [--htmx] URL...
     .venv/bin/python -m bench.page_cpu --scale-50 --against /tmp/base /sessions/ ...
+    .venv/bin/python -m bench.page_cpu --scale-50 --after-commit /sessions/ ...
 
 Django's test client on a bench ledger and its Django database, as bench.profile_page sets them
 up (`make bench` once first), signed in as a superuser, DEBUG off, static URLs without the
@@ -11,21 +12,34 @@ manifest. Each round asks each page --runs times after one warm-up request and t
 nearest-rank p95). With --against, a second checkout of ledgerweb (`git worktree add DIR main`;
 the same ledger and Django database) is measured in a process of its own, round for round in
 turns with this one, so that both see the same load: a before/after on a machine others share.
+With --after-commit, each request follows a commit to the ledger (PRAGMA user_version set and
+set back, untimed, as bench.scale_bench's rows "after a ledger commit"): what the page costs
+when nothing a worker kept for the ledger's version can be used, as beside a busy runtime.
 """
 
 import argparse
 import json
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def serve(root: Path, scale_50: bool, htmx: bool) -> None:
+def touch(ledger: Path) -> None:
+    """Commit to the ledger without changing it: every reader's PRAGMA data_version moves."""
+    with closing(sqlite3.connect(ledger)) as conn:
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+        conn.execute(f"PRAGMA user_version = {version + 1}")
+        conn.execute(f"PRAGMA user_version = {version}")
+
+
+def serve(root: Path, scale_50: bool, htmx: bool, after_commit: bool) -> None:
     """Worker: set up Django from the checkout at `root`, then for each line "URL RUNS" on stdin
     answer one JSON line with that page's CPU milliseconds per request."""
     os.chdir(root)
@@ -45,6 +59,8 @@ def serve(root: Path, scale_50: bool, htmx: bool) -> None:
         response = client.get(url, headers=headers)  # warm-up (and the check)
         cpu = []
         for _ in range(int(runs)):
+            if after_commit:
+                touch(ledger.path)
             start = time.process_time()
             client.get(url, headers=headers)
             cpu.append((time.process_time() - start) * 1000)
@@ -56,6 +72,7 @@ def start(root: Path, args) -> subprocess.Popen:
     # This file runs in the other checkout too (it may not have it), on that checkout's code.
     command = [sys.executable, __file__, "--serve", str(root)]
     command += ["--scale-50"] * args.scale_50 + ["--htmx"] * args.htmx
+    command += ["--after-commit"] * args.after_commit
     worker = subprocess.Popen(command, cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               text=True)  # fmt: skip
     while (line := worker.stdout.readline()) and line.strip() != "ready":
@@ -77,10 +94,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=40, help="requests per page and round")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--against", type=Path, help="another checkout, measured in turns")
+    parser.add_argument("--after-commit", action="store_true", help="a commit before each request")
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(args.serve, args.scale_50, args.htmx)
+        serve(args.serve, args.scale_50, args.htmx, args.after_commit)
         return
     checkouts = {"this": ROOT} | ({"against": args.against.resolve()} if args.against else {})
     workers = {name: start(root, args) for name, root in checkouts.items()}
@@ -100,6 +118,7 @@ def main() -> None:
         worker.stdin.close()
         worker.wait()
     htmx = " (htmx)" if args.htmx else ""
+    htmx += ", each after a ledger commit" if args.after_commit else ""
     print(f"load average (1 min) while measuring: {min(load):.2f}-{max(load):.2f};"
           f" {args.rounds} rounds × {args.runs} requests{htmx}")  # fmt: skip
     for url in args.urls:

@@ -4,7 +4,7 @@ Every query here is bounded: a page reads at most PAGE_SIZE sessions through an 
 stop at COUNT_CAP, and per-row numbers come from one grouped query per page, not one per row.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time, timedelta
 
 from django.db.models import BooleanField, Q
@@ -251,7 +251,26 @@ class SessionPage:
     note: str = ""  # what the order covers, when it is not every match
 
 
+# The ledger's part of a page (its sessions, their numbers and costs, the count), kept by each
+# worker while the ledger is unchanged (PRAGMA data_version: any commit by anyone drops it): the
+# list is the page people open most, again and again, and its count and costs were most of its
+# SQL (issue 33). The marks are read every time: they live in ledgerweb's own database.
+_ledger_parts = sqlite.WhileUnchanged(keep=32)
+
+
 def session_page(f: SessionFilters) -> SessionPage:
+    if f.marked is None:
+        key = (f.q, f.persona, f.status, f.channel, f.kind, f.since, f.until, f.sort, f.after)
+        kept = _ledger_parts.get(key, lambda: (_ledger_part(f), True))
+    else:  # which sessions the marks keep is read from ledgerweb's database each time
+        kept = _ledger_part(f)
+    rows = [replace(row) for row in kept.rows]  # a request's own: its marks go on them
+    _add_marks(rows)
+    return SessionPage(rows, kept.count, kept.next_cursor, _notes(kept.note, _marked_note(f)))
+
+
+def _ledger_part(f: SessionFilters) -> SessionPage:
+    """The page as the ledger alone answers it: no marks yet."""
     column = SORTS[f.sort]
     count = capped(filtered_sessions(f), COUNT_CAP)
     if f.sort == "cost":
@@ -266,8 +285,30 @@ def session_page(f: SessionFilters) -> SessionPage:
     costs = session_costs(r.session.id for r in rows)
     for row in rows:
         row.cost = costs.get(row.session.id)
-    _add_marks(rows)
-    return SessionPage(rows, count, cursor, _marked_note(f))
+    return SessionPage(rows, count, cursor)
+
+
+_facets = sqlite.WhileUnchanged(keep=1)
+
+
+def filter_choices() -> tuple[list[str], list[str]]:
+    """The personas and the channels the filters offer, kept while the ledger is unchanged."""
+
+    def read():
+        # '' is the form's "any": a persona of '' is not offered as a choice of its own.
+        personas = [p for p in sqlite.distinct_values("sessions", "persona", limit=100) if p]
+        channels = [
+            c
+            for c in sqlite.distinct_prefixes("sessions", "routing_key", limit=100)
+            if c not in (SUBAGENT, FORK)
+        ]
+        return (personas, channels), True
+
+    return _facets.get("choices", read)
+
+
+def _notes(*notes: str) -> str:
+    return " ".join(filter(None, notes))
 
 
 def _add_marks(rows: list[SessionRow]) -> None:
@@ -346,13 +387,12 @@ def _page_by_cost(f: SessionFilters, count: CappedCount) -> SessionPage:
     shown = ranked[start : start + PAGE_SIZE]
     rows = [SessionRow(s, cost=costs[s.id]) for s in shown]
     _fill_row_numbers(rows)
-    _add_marks(rows)
     more = start + PAGE_SIZE < len(ranked)
     cursor = page_cursor(usd(costs[shown[-1].id].amount), shown[-1].id) if more else None
     note = ""
     if count.capped or count.value > COST_SORT_SCOPE:
         note = f"Sorted by cost among the {COST_SORT_SCOPE:,} most recently active of them."
-    return SessionPage(rows, count, cursor, " ".join(filter(None, (note, _marked_note(f)))))
+    return SessionPage(rows, count, cursor, note)
 
 
 def _fill_row_numbers(rows: list[SessionRow]) -> None:

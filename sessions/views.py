@@ -26,7 +26,7 @@ from sessions.branch_point import branch_point
 from sessions.detail import FAILED, SessionTree, TurnInfo, load_tree, turn_info
 from sessions.failed_turns import failed_walk, first_failed_turn_id
 from sessions.kinds import FORK, KINDS
-from sessions.listing import SessionFilters, session_page, status_choices
+from sessions.listing import SessionFilters, filter_choices, session_page, status_choices
 from sessions.map_html import map_svg
 from sessions.membership import turn_in_session
 from sessions.models import Session
@@ -99,17 +99,13 @@ def _session_list_page(request: HttpRequest, filters: SessionFilters, page) -> H
 
     for row in page.rows:
         row.marks_html = annotation_display.summary_html(row.marks, label_url)
+    personas, channels = filter_choices()
     ctx = {
         "filters": filters,
         "page": page,
         "rows_html": list_rows_html(page.rows),
-        # '' is the form's "any": a persona of '' is not offered as a choice of its own.
-        "personas": [p for p in sqlite.distinct_values("sessions", "persona", limit=100) if p],
-        "channels": [
-            c
-            for c in sqlite.distinct_prefixes("sessions", "routing_key", limit=100)
-            if c not in ("subagent", "fork")
-        ],
+        "personas": personas,
+        "channels": channels,
         "statuses": status_choices(filters.status),
         "kinds": KINDS,
         "labels": _label_choices(filters.label),

@@ -153,10 +153,11 @@ def test_thousands_of_annotations_cost_the_list_a_fixed_number_of_queries(
 ):
     many_annotations([viewer, operator], ["SA", "SB", "SC"], 1_700)  # 10,200 annotations
     # Django's database: session and user (2), the two summaries, the labels offered (1); the
-    # ledger's queries are the list's own (its savepoint included), none per annotation.
+    # ledger's queries are the list's own (its savepoint and version included), none per
+    # annotation.
     with (
         django_assert_max_num_queries(8),
-        django_assert_max_num_queries(10, connection=connections["ledger"]),
+        django_assert_max_num_queries(12, connection=connections["ledger"]),
     ):
         page = viewer_client.get("/sessions/").content.decode()
     row_a = page[page.index("Session A") :].split("</tr>")[0]

@@ -14,6 +14,12 @@ pytestmark = LEDGER_DB
 DAY = 86_400_000
 
 
+def rows_of(response) -> list[str]:
+    """The list's rows as a person reads them: each row's text."""
+    rows = parse_html(response.content).iterfind(".//tbody[@id='rows']/tr")
+    return [" ".join("".join(tr.itertext()).split()) for tr in rows]
+
+
 def listed(client, query="") -> list[str]:
     data = client.get(f"/sessions/?format=json&{query}").json()
     return [s["id"] for s in data["sessions"]]
@@ -130,9 +136,53 @@ def test_the_list_page_runs_a_bounded_number_of_queries(
         t = ledger.turn(s)
         ledger.message(t, 1)
         ledger.set_head(s, t, t)
-    # +2 for the costs: the ledger's tables (is turn_usage there?) and one grouped query
-    with django_assert_max_num_queries(10, connection=connections[LEDGER]):
+    # +2 for the costs: the ledger's tables (is turn_usage there?) and one grouped query; +2
+    # for the ledger's version, which a worker keeps the page's ledger part and the filters'
+    # choices under
+    with django_assert_max_num_queries(12, connection=connections[LEDGER]):
         viewer_client.get("/sessions/")
+
+
+def test_an_unchanged_ledger_is_not_read_again_for_the_same_list(
+    viewer_client, ledger, django_assert_max_num_queries
+):
+    """Issue 33: a worker keeps the ledger's part of a list page while the ledger is unchanged
+    (PRAGMA data_version); asking again reads only that version, and the page is the same."""
+    for i in range(60):
+        s = ledger.session(id=f"S{i}", persona="atlas" if i % 2 else "echo", updated_at=T0 + i)
+        t = ledger.turn(s, model="gpt-5", prompt_tokens=1000)
+        ledger.set_head(s, t, t)
+    for query in ("format=json", "persona=echo&sort=cost&format=json", "status=all&kind=main"):
+        first = viewer_client.get(f"/sessions/?{query}")
+        # The version, for the page's part and for the filters' choices, in the request's read
+        # transaction (here a savepoint and its release).
+        with django_assert_max_num_queries(4, connection=connections[LEDGER]):
+            again = viewer_client.get(f"/sessions/?{query}")
+        if "json" in query:
+            assert again.json() == first.json()
+        else:
+            assert rows_of(again) == rows_of(first) and len(rows_of(first)) == PAGE_SIZE + 1  # more
+
+
+# transaction=True: each request reads the ledger afresh, as a worker does (inside the test's
+# transaction the read connection would keep its first snapshot).
+@pytest.mark.django_db(transaction=True, databases="__all__")
+def test_a_commit_to_the_ledger_shows_on_the_next_request(viewer_client, ledger):
+    """What a worker kept is dropped when anyone commits: a new turn, a new session, a status
+    set by the runtime all show at once, however often the list was asked before."""
+    s = ledger.session(id="S1", updated_at=T0)
+    t = ledger.turn(s)
+    ledger.set_head(s, t, t)
+    for _ in range(2):
+        listed = viewer_client.get("/sessions/?format=json").json()["sessions"]
+        assert [r["turns"] for r in listed] == [1]
+    ledger.turn(s)
+    ledger.session(id="S2", updated_at=T0 + 1)
+    listed = viewer_client.get("/sessions/?format=json").json()["sessions"]
+    assert [(r["id"], r["turns"]) for r in listed] == [("S2", 0), ("S1", 2)]
+    ledger.conn.execute("UPDATE sessions SET status = 'archived' WHERE id = 'S2'")
+    page = viewer_client.get("/sessions/").content.decode()
+    assert "/sessions/S2/" not in page and "/sessions/S1/" in page
 
 
 def test_labels_with_markup_are_escaped(viewer_client, ledger):
@@ -270,8 +320,9 @@ def test_the_channel_filter_is_one_bounded_query_on_a_page(
     for i in range(60):  # more forks than a page, each its own origin's
         family.session(id=f"S-fork-{i:02d}", routing_key=f"fork:S-chat:S-fork-{i:02d}")
     # +2 for the costs: the ledger's tables (is turn_usage there?) and one grouped query; +3
-    # for the forks: the turns they inherit, what those cost, and their origins' channels
-    with django_assert_max_num_queries(13, connection=connections[LEDGER]):
+    # for the forks: the turns they inherit, what those cost, and their origins' channels; +2
+    # for the ledger's versions (test_the_list_page_runs_a_bounded_number_of_queries)
+    with django_assert_max_num_queries(15, connection=connections[LEDGER]):
         viewer_client.get("/sessions/?channel=imessage")
 
 
