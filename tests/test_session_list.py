@@ -193,7 +193,7 @@ def test_labels_with_markup_are_escaped(viewer_client, ledger):
 
 
 def test_rows_show_each_session_escaped_and_link_to_it(viewer_client, ledger):
-    """The rows, drawn by the list template's loop: every ledger value escaped, the links right."""
+    """The rows, drawn by their Jinja2 template: every ledger value escaped, the links right."""
     evil = '<img src=x onerror=alert(1)>"'
     s = ledger.session(
         id="S/1 <x>", label=None, persona=evil, routing_key="subagent:S0:call-1", status="odd <b>"
