@@ -1,5 +1,5 @@
 """What the rows written where a designer looks for them cost (issue 20, step 5): the session and
-request list pages (50 rows each, rows in their templates' {% partialdef rows %} loops), and the
+request list pages (50 rows each, rows in their Jinja2 templates since issue 33), and the
 two lists kept in Python (sessions/rows_html.py): the 5,000-turn tree's rows, the 600-call turn's
 tool calls.
 
@@ -11,7 +11,7 @@ process, a superuser, DEBUG off (static URLs without the manifest); medians over
 `--save DIR` writes each page's HTML (for a before/after comparison) to DIR.
 
 With --fstrings-from, the rows alone two ways, taken in turns so both see the same load: each
-list's {% partialdef rows %} loop, and the Python f-string builders the lists had at COMMIT
+list's Jinja2 template, and the Python f-string builders the lists had at COMMIT
 (sessions/list_rows.py and pipeline/list_rows.py, read with git show).
 """
 
@@ -84,35 +84,29 @@ def module_at(commit: str, path: str):
 
 
 def rows_in_turns(commit: str, runs: int) -> None:
-    from django.contrib.auth.models import AnonymousUser
     from django.http import QueryDict
-    from django.template.loader import render_to_string
-    from django.test import RequestFactory
 
     from pipeline.filters import RequestFilters
     from pipeline.listing import request_page
+    from pipeline.rows_html import list_rows_html as request_rows
     from sessions.listing import SessionFilters, session_page
-    from sessions.rows_html import list_rows_html
+    from sessions.rows_html import list_rows_html as session_rows
 
-    request = RequestFactory().get("/")
-    request.user = AnonymousUser()
     sessions = session_page(SessionFilters.from_query(QueryDict("status=all")))
-    requests = request_page(RequestFilters.from_query(QueryDict("")))
+    request_filters = RequestFilters.from_query(QueryDict(""))
+    requests = request_page(request_filters)
     old_sessions = module_at(commit, "sessions/list_rows.py").session_rows_html
     old_requests = module_at(commit, "pipeline/list_rows.py").request_rows_html
-    for name, page, template, old in [
-        ("sessions", sessions, None, lambda: old_sessions(sessions.rows)),
-        ("requests", requests, "pipeline/list.html#rows", lambda: old_requests(requests.rows)),
-    ]:
-        if template is None:  # the session list's rows are a Jinja2 template of their own
-            loop = lambda: list_rows_html(sessions.rows)  # noqa: E731
-        else:
-            loop = lambda page=page, template=template: render_to_string(  # noqa: E731
-                template, {"page": page}, request=request
-            )
+    # Both lists' rows are Jinja2 templates of their own (ledgerweb/jinja.py).
+    for name, page, loop, old in [
+        ("sessions", sessions, lambda: session_rows(sessions.rows),
+         lambda: old_sessions(sessions.rows)),
+        ("requests", requests, lambda: request_rows(requests.rows, request_filters),
+         lambda: old_requests(requests.rows)),
+    ]:  # fmt: skip
         ms = median_ms_in_turns({"template": loop, "fstrings": old}, runs)
         print(
-            f"{name} rows ({len(page.rows)}): template loop {ms['template']:.2f} ms,"
+            f"{name} rows ({len(page.rows)}): template {ms['template']:.2f} ms,"
             f" f-strings at {commit} {ms['fstrings']:.2f} ms"
         )
 

@@ -170,3 +170,18 @@ def value_label(value) -> str:
     if text != text.strip() or text in (NULL_LABEL, EMPTY_LABEL) or text.startswith('"'):
         return json.dumps(text, ensure_ascii=False)
     return text
+
+
+# The filters of the same names in templates: Django's ({% load ledger %}) and Jinja2's
+# (ledgerweb/jinja.py).
+FILTERS = (
+    filesize,
+    tokens,
+    duration,
+    milliseconds,
+    elapsed,
+    short_model,
+    percent,
+    ledger_bool,
+    value_label,
+)

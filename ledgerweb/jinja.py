@@ -40,6 +40,11 @@ def _intcomma(value) -> str:
     return intcomma(value)
 
 
+def _slugify(value) -> str:
+    """Django's slugify filter (it takes any value as text), remembered for short words."""
+    return css_name(str(value))
+
+
 def environment(**options) -> Environment:
     """The "jinja2" engine's environment (settings.TEMPLATES): the filters the rows use, named
     as the Django filters they replace."""
@@ -48,7 +53,8 @@ def environment(**options) -> Environment:
     options["undefined"] = Undefined
     options["autoescape"] = False  # _escaped_as_django_does escapes every value written
     env = Environment(**options, finalize=_escaped_as_django_does)
-    env.filters.update(intcomma=_intcomma, slugify=css_name)
+    env.filters.update({f.__name__: f for f in formatting.FILTERS})
+    env.filters.update(intcomma=_intcomma, slugify=_slugify)
     env.globals.update(timestamp=formatting.timestamp)
     return env
 

@@ -27,6 +27,7 @@ from live.watches import (
 from pipeline.filters import RequestFilters
 from pipeline.listing import page_of
 from pipeline.models import NexusRequest
+from pipeline.rows_html import list_rows_html
 
 # At most this many processing rows of a list are followed (their ids travel in the poll's
 # address, which must stay far below a server's request-line limit).
@@ -163,4 +164,9 @@ def request_rows(request: HttpRequest) -> HttpResponse:
             return JsonResponse({"error": "after= and upto= must be live cursors"}, status=400)
         span = after.mark("nexus_requests"), upto.mark("nexus_requests")
         page = page_of(arrived(filters, *span), INSERTED)
-    return render(request, "pipeline/list.html#rows", {"filters": filters, "page": page})
+    rows_html = list_rows_html(page.rows, filters)
+    return render(
+        request,
+        "pipeline/list.html#rows",
+        {"filters": filters, "page": page, "rows_html": rows_html},
+    )

@@ -16,6 +16,7 @@ from pipeline.detail import LONG_FIELDS, load_request, similar_query
 from pipeline.filters import WINDOWS, RequestFilters, value_query
 from pipeline.listing import request_page
 from pipeline.models import NexusRequest
+from pipeline.rows_html import list_rows_html
 from pipeline.stages import STAGES, STATUSES
 
 # Text filters under "More filters": query parameter and label.
@@ -62,6 +63,7 @@ def _request_list_page(request: HttpRequest, filters: RequestFilters, page):
     ctx = {
         "filters": filters,
         "page": page,
+        "rows_html": list_rows_html(page.rows, filters),
         "stages": STAGES,
         "statuses": STATUSES,
         "windows": WINDOWS,

@@ -14,17 +14,7 @@ register = template.Library()
 # How values read (ledgerweb/formatting.py), as tags and filters.
 register.simple_tag(formatting.timestamp)
 register.simple_tag(formatting.moment)
-for _format in (
-    formatting.filesize,
-    formatting.tokens,
-    formatting.duration,
-    formatting.milliseconds,
-    formatting.elapsed,
-    formatting.short_model,
-    formatting.percent,
-    formatting.ledger_bool,
-    formatting.value_label,
-):
+for _format in formatting.FILTERS:
     register.filter(_format.__name__, _format)
 
 
