@@ -12,12 +12,15 @@ manifest. Each round asks each page --runs times after one warm-up request and t
 nearest-rank p95). With --against, a second checkout of ledgerweb (`git worktree add DIR main`;
 the same ledger and Django database) is measured in a process of its own, round for round in
 turns with this one, so that both see the same load: a before/after on a machine others share.
-With --after-commit, each request follows a commit to the ledger (PRAGMA user_version set and
+Each worker imports its checkout's ledgerweb.wsgi first, as gunicorn loads the application (its
+worker set-up applies: gc.freeze), and times the garbage collector's full collections. With
+--after-commit, each request follows a commit to the ledger (PRAGMA user_version set and
 set back, untimed, as bench.scale_bench's rows "after a ledger commit"): what the page costs
 when nothing a worker kept for the ledger's version can be used, as beside a busy runtime.
 """
 
 import argparse
+import gc
 import json
 import os
 import sqlite3
@@ -52,20 +55,41 @@ def serve(root: Path, scale_50: bool, htmx: bool, after_commit: bool) -> None:
     client = signed_in_client(
         ENV | {"DJANGO_DB": str(DJANGO_DBS[ledger]), "LEDGER_DB": str(ledger.path)}
     )
+    import ledgerweb.wsgi  # noqa: F401 (a worker's set-up, as gunicorn loads it: gc.freeze…)
+
+    full_collections = _time_full_collections()
     headers = {"HX-Request": "true"} if htmx else {}
     print("ready", flush=True)
     for line in sys.stdin:
         url, runs = line.rsplit(" ", 1)
         response = client.get(url, headers=headers)  # warm-up (and the check)
         cpu = []
+        full_collections.clear()
         for _ in range(int(runs)):
             if after_commit:
                 touch(ledger.path)
             start = time.process_time()
             client.get(url, headers=headers)
             cpu.append((time.process_time() - start) * 1000)
-        answer = {"status": response.status_code, "bytes": len(response.content), "cpu": cpu}
+        answer = {"status": response.status_code, "bytes": len(response.content), "cpu": cpu,
+                  "gc": full_collections}  # fmt: skip
         print(json.dumps(answer), flush=True)
+
+
+def _time_full_collections() -> list[float]:
+    """The garbage collector's full collections from now on, each in ms (CPU), in a list."""
+    took, started = [], []
+
+    def callback(phase: str, info: dict) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            started[:] = [time.process_time()]
+        elif started:
+            took.append((time.process_time() - started[0]) * 1000)
+
+    gc.callbacks.append(callback)
+    return took
 
 
 def start(root: Path, args) -> subprocess.Popen:
@@ -103,6 +127,7 @@ def main() -> None:
     checkouts = {"this": ROOT} | ({"against": args.against.resolve()} if args.against else {})
     workers = {name: start(root, args) for name, root in checkouts.items()}
     cpu = {(name, url): [] for name in workers for url in args.urls}
+    collections = {key: [] for key in cpu}
     seen = {}
     load = [os.getloadavg()[0]]
     for _ in range(args.rounds):
@@ -112,6 +137,7 @@ def main() -> None:
                 worker.stdin.flush()
                 answer = json.loads(worker.stdout.readline())
                 cpu[name, url] += answer["cpu"]
+                collections[name, url] += answer["gc"]
                 seen[name, url] = (answer["status"], answer["bytes"])
         load.append(os.getloadavg()[0])
     for worker in workers.values():
@@ -125,8 +151,11 @@ def main() -> None:
         for name in workers:
             values = cpu[name, url]
             status, size = seen[name, url]
+            full = collections[name, url]
+            gcs = f"{len(full)} full GC, max {max(full):.0f} ms" if full else "no full GC"
             print(f"{name:8s} {url}: CPU {statistics.median(values):.1f} ms median,"
-                  f" p95 {p95(values):.1f} ms ({status}, {size:,} bytes)")  # fmt: skip
+                  f" p95 {p95(values):.1f} ms, max {max(values):.1f} ms; {gcs}"
+                  f" ({status}, {size:,} bytes)")  # fmt: skip
 
 
 if __name__ == "__main__":
