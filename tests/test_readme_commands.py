@@ -76,6 +76,10 @@ ELSEWHERE = {
     ".venv/bin/python -m bench.state_db_bench --write-doc": "make bench",
     ".venv/bin/python -m bench.search_pg_ledger_bench --write-doc": "make bench",
     ".venv/bin/python -m bench.postgres_ledger_bench --write-doc": "make bench",
+    ".venv/bin/python -m bench.page_cpu --scale-50 --against /tmp/base /sessions/": "by hand, "
+    "on the scale-50 ledger make bench builds, beside another checkout (docs/benchmarks.md)",
+    ".venv/bin/python -m bench.profile_page --scale-50 /sessions/": "by hand, on the scale-50 "
+    "ledger make bench builds",
     "make demo": "tests/test_demo_ledger.py (the ledger), test_commands.py (the admin's box), "
     "test_demo_live.py; by hand before a release",
     ".venv/bin/python manage.py ledger_demo var/big.sqlite3 --scale 50": "tests/test_demo_ledger"
