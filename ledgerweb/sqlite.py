@@ -221,6 +221,25 @@ def tables_without_rowid(tables, alias: str = LEDGER) -> list[str]:
     return sorted(set(tables) - {name for (name,) in with_rowid})
 
 
+def tables_and_rowids(alias: str = LEDGER) -> dict[str, bool]:
+    """The ledger's tables, each with whether it has a rowid, in one query: table_names() and
+    tables_without_rowid() together, for a page that asks both on every request (the live
+    bar's cursor). SQLite: every table has one."""
+    if not dialect.on_postgres(alias):
+        return dict.fromkeys(table_names(alias), True)
+    found = rows(
+        """SELECT t.table_name, EXISTS (
+               SELECT 1 FROM information_schema.columns c
+               WHERE c.table_schema = t.table_schema AND c.table_name = t.table_name
+                 AND c.column_name = 'rowid')
+           FROM information_schema.tables t
+           WHERE t.table_schema = current_schema() AND t.table_type = 'BASE TABLE'""",
+        (),
+        alias,
+    )
+    return {name: bool(has_rowid) for name, has_rowid in found}
+
+
 @dataclass(frozen=True)
 class CappedCount:
     """A row count that stops at a cap, like Datasette's "10,000+"."""

@@ -88,9 +88,9 @@ def epoch() -> str:
 
 def marks() -> tuple[int, ...]:
     """The largest rowid of each table, read in one query (each a look at the end of an index)."""
-    present = sqlite.table_names()
+    present = sqlite.tables_and_rowids()
     watched = [table for table in TABLES if table in present]
-    if missing := sqlite.tables_without_rowid(watched):
+    if missing := sorted(table for table in watched if not present[table]):
         raise RowidsMissing(missing)
     if not watched:
         return (0,) * len(TABLES)
