@@ -2,6 +2,7 @@
 ledger it wrote, reading JSONL inputs plainly, and building other programs' SQLite ledgers."""
 
 import json
+import shutil
 import sqlite3
 from contextlib import closing
 from io import StringIO
@@ -155,3 +156,15 @@ class SourceLedger:
 
     def count(self, sql: str, *params) -> int:
         return self.conn.execute(sql, params).fetchone()[0]
+
+
+def home_with_history(folder: Path) -> Path:
+    """A home folder holding Claude Code and Codex history where the agents keep it."""
+    home = folder / "home"
+    projects = home / ".claude" / "projects" / "-home-ada-shop"
+    shutil.copytree(IMPORT_FIXTURES / "samples" / "claude-code", projects)
+    day = home / ".codex" / "sessions" / "2025" / "10" / "01"
+    day.mkdir(parents=True)
+    for rollout in (IMPORT_FIXTURES / "codex").glob("rollout-*.jsonl"):
+        shutil.copy(rollout, day)
+    return home

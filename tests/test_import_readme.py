@@ -2,13 +2,12 @@
 
 import os
 import re
-import shutil
 import sqlite3
 import subprocess
 from contextlib import closing
 from pathlib import Path
 
-from importing import IMPORT_FIXTURES
+from importing import IMPORT_FIXTURES, home_with_history
 
 PROJECT = Path(__file__).resolve().parent.parent
 SECTION = re.compile(r"^## Import your agent history\n(.*?)^## ", re.S | re.M)
@@ -29,18 +28,6 @@ def fresh_checkout(folder: Path) -> Path:
     (checkout / "manage.py").symlink_to(PROJECT / "manage.py")
     (checkout / ".venv").symlink_to(PROJECT / ".venv")
     return checkout
-
-
-def home_with_history(folder: Path) -> Path:
-    """A home folder holding Claude Code and Codex history where the agents keep it."""
-    home = folder / "home"
-    projects = home / ".claude" / "projects" / "-home-ada-shop"
-    shutil.copytree(IMPORT_FIXTURES / "samples" / "claude-code", projects)
-    day = home / ".codex" / "sessions" / "2025" / "10" / "01"
-    day.mkdir(parents=True)
-    for rollout in (IMPORT_FIXTURES / "codex").glob("rollout-*.jsonl"):
-        shutil.copy(rollout, day)
-    return home
 
 
 def test_the_readme_import_commands_work_on_a_fresh_checkout(tmp_path):

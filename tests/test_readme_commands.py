@@ -24,7 +24,7 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
-from importing import IMPORT_FIXTURES
+from importing import home_with_history
 from postgres_server import PostgresServer, postgres_bin
 
 from ledgerfacts import schema
@@ -293,12 +293,7 @@ def test_a_ledger_file_is_served_as_the_readme_says(site, tmp_path):
 
 def test_imported_history_is_served_as_the_readme_says(site):
     checkout, home = site
-    projects = home / ".claude" / "projects" / "-home-ada-shop"
-    shutil.copytree(IMPORT_FIXTURES / "samples" / "claude-code", projects)
-    day = home / ".codex" / "sessions" / "2025" / "10" / "01"
-    day.mkdir(parents=True)
-    for rollout in (IMPORT_FIXTURES / "codex").glob("rollout-*.jsonl"):
-        shutil.copy(rollout, day)
+    home_with_history(home.parent)  # the module's home: folder / "home"
     env = bare_env(home, PORT=str(free_port()))
     for command in (IMPORT_CLAUDE_CODE, IMPORT_CODEX):
         run(command, checkout, env)
