@@ -64,3 +64,20 @@ def as_bytes(text: str, alias: str = LEDGER) -> str:
     """A text's UTF-8 bytes, whose length() and substr() count bytes, not characters: SQLite's
     CAST AS BLOB; PostgreSQL's convert_to (its CAST to bytea reads backslashes as escapes)."""
     return f"convert_to({text}, 'UTF8')" if on_postgres(alias) else f"CAST({text} AS BLOB)"
+
+
+def byte_length(text: str, alias: str = LEDGER) -> str:
+    """How many bytes a value's UTF-8 is, all of it: SQLite's length() of a TEXT counts the
+    characters before its first NUL. PostgreSQL's octet_length (no copy, as convert_to makes)."""
+    return f"octet_length({text})" if on_postgres(alias) else f"length(CAST({text} AS BLOB))"
+
+
+def whole(column: str, alias: str = LEDGER) -> str:
+    """`column` as SQL's substr() and length() read it whole: SQLite's of a TEXT stop at its
+    first NUL (a message "before\\x00after" read as "before", its length 6), so a text holding
+    one is read as a BLOB, its UTF-8 bytes (substr and length count bytes; decode them as a
+    BLOB's). Any other value as it is. PostgreSQL's text holds no NUL: the column itself."""
+    if on_postgres(alias):
+        return column
+    as_blob = f"CAST({column} AS BLOB)"
+    return f"CASE WHEN instr({as_blob}, x'00') > 0 THEN {as_blob} ELSE {column} END"

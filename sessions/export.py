@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ledgerweb import downloads, sqlite
+from ledgerweb import dialect, downloads, sqlite
 from ledgerweb.text import as_text
 from sessions.models import Session
 from sessions.thread import Thread
@@ -35,10 +35,15 @@ WRITE_CHARS = 64_000
 @dataclass
 class Value:
     """A text column's value, streamed as a JSON string: its head, and the rest read in pieces
-    when it is longer (None: SQL NULL)."""
+    when it is longer (None: SQL NULL).
 
-    head: object  # str, or bytes for a BLOB; None for NULL
-    length: object
+    The head is the value's first HEAD_CHARS characters, or fewer: SQLite's substr() of a TEXT
+    stops at a NUL inside it ("before\x00after" gives "before"). So the length is the whole
+    value's in bytes, and what follows the head is read by its bytes (downloads.pieces), NUL
+    and all; json.dumps writes a NUL as \u0000."""
+
+    head: object  # str (a number read as text), or bytes for a BLOB; None for NULL
+    length: object  # the whole value's UTF-8 bytes (dialect.byte_length); None for NULL
     table: str
     column: str
     row: tuple[str, str]  # (id, turn_id)
@@ -50,12 +55,17 @@ class Value:
 
     @property
     def is_empty(self) -> bool:
-        return self.head is None or len(self.head) == 0
+        return self.head is None or (len(self.head) == 0 and self.is_whole)
+
+    @property
+    def head_bytes(self) -> int:
+        head = self.head
+        return len(head) if isinstance(head, bytes) else len(as_text(head).encode())
 
     @property
     def is_whole(self) -> bool:
         """Its head is all of it (most values): written as plain JSON, not in pieces."""
-        return not isinstance(self.length, int) or self.length <= len(self.head or "")
+        return not isinstance(self.length, int) or self.length <= self.head_bytes
 
     def text(self) -> str | None:
         """The whole value, when its head is all of it (is_whole)."""
@@ -74,9 +84,9 @@ class Value:
             yield decoder.decode(self.head)
         else:
             yield as_text(self.head)
-        if isinstance(self.length, int) and self.length > len(self.head):
+        if not self.is_whole:
             where = "id = %s AND turn_id = %s"
-            start = len(self.head) + 1
+            start = self.head_bytes + 1
             for piece in downloads.pieces(self.table, self.column, where, list(self.row), start):
                 yield decoder.decode(piece)
         yield decoder.decode(b"", final=True)
@@ -195,10 +205,12 @@ def _contents(turn_ids: list[str]) -> tuple[dict, dict]:
     """The messages and calls of these turns by turn id, each in its own order, with the heads
     of their values."""
     ids_sql, ids = sqlite.in_list(turn_ids)
+    # Each value's length in bytes: its head may stop short at a NUL (Value).
+    lengths = {c: dialect.byte_length(c) for c in ("content", "parameters", "result", "error")}
     messages: dict[str, list[_Message]] = {}
     for mid, turn_id, role, sequence, created_at, head, length in sqlite.rows(
         f"""SELECT id, turn_id, role, sequence, created_at, substr(content, 1, %s),
-                   length(content)
+                   {lengths["content"]}
             FROM messages WHERE turn_id IN {ids_sql} ORDER BY sequence, created_at, id""",
         [HEAD_CHARS, *ids],
     ):
@@ -211,8 +223,9 @@ def _contents(turn_ids: list[str]) -> tuple[dict, dict]:
     calls: dict[str, list[_Call]] = {}
     for row in sqlite.rows(
         f"""SELECT id, turn_id, tool_name, status, sequence, started_at, completed_at,
-                   substr(parameters, 1, %s), length(parameters), substr(result, 1, %s),
-                   length(result), substr(error, 1, %s), length(error)
+                   substr(parameters, 1, %s), {lengths["parameters"]},
+                   substr(result, 1, %s), {lengths["result"]},
+                   substr(error, 1, %s), {lengths["error"]}
             FROM tool_calls WHERE turn_id IN {ids_sql} ORDER BY sequence, started_at, id""",
         [HEAD_CHARS, HEAD_CHARS, HEAD_CHARS, *ids],
     ):

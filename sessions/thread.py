@@ -4,7 +4,7 @@ turn remembers (seeds/004: "a turn viewed with all its ancestry")."""
 from dataclasses import dataclass, field
 
 from ledgerfacts.timestamps import now_ms
-from ledgerweb import prices, sqlite
+from ledgerweb import dialect, prices, sqlite
 from ledgerweb.costs import (
     CostSum,
     TurnCost,
@@ -275,9 +275,10 @@ def _add_contents(turn_ids: list[str], steps: dict[str, ThreadStep], full_text: 
         return
     ids_sql, ids = sqlite.in_list(turn_ids)
     limit = 1_000_000_000 if full_text else THREAD_PREVIEW_CHARS
+    content = dialect.whole("content")  # past a NUL too: SQLite's substr() stops at one
     for row in sqlite.rows(
-        f"""SELECT id, turn_id, role, sequence, created_at, substr(content, 1, %s),
-                   length(content)
+        f"""SELECT id, turn_id, role, sequence, created_at, substr({content}, 1, %s),
+                   length({content})
             FROM messages WHERE turn_id IN {ids_sql} ORDER BY sequence, created_at, id""",
         [limit, *ids],
     ):

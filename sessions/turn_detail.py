@@ -4,7 +4,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ledgerfacts.timestamps import elapsed_ms
-from ledgerweb import downloads, sqlite
+from ledgerweb import dialect, downloads, sqlite
 from ledgerweb.text import PREVIEW_CHARS, JsonText, as_text, render_markdown, show_json
 from sessions.call_hints import HINT_CHARS, call_hint
 from sessions.kinds import children_prefix
@@ -115,10 +115,11 @@ class TurnDetail:
 def load_turn_detail(session_id: str, turn_id: str, started_at=None) -> TurnDetail:
     """The turn's messages, tool calls (payloads of a short list), children and requests;
     `started_at` (the turn's) places items whose own time is unreadable."""
+    content = dialect.whole("content")  # past a NUL too: SQLite's substr() stops at one
     messages = [
         MessageView(*row)
         for row in sqlite.rows(
-            """SELECT id, role, sequence, created_at, substr(content, 1, %s), length(content)
+            f"""SELECT id, role, sequence, created_at, substr({content}, 1, %s), length({content})
                FROM messages WHERE turn_id = %s ORDER BY sequence, created_at, id""",
             [PREVIEW_CHARS, turn_id],
         )
@@ -187,9 +188,11 @@ def add_payloads(calls: list[ToolCallView], turn_id: str) -> None:
         return
     by_id = {c.id: c for c in calls}
     ids_sql, ids = sqlite.in_list(by_id)
+    params_sql, result_sql = dialect.whole("parameters"), dialect.whole("result")
     for call_id, params, params_len, result, result_len in sqlite.rows(
-        f"""SELECT id, substr(parameters, 1, %s), length(parameters), substr(result, 1, %s),
-                  length(result) FROM tool_calls WHERE turn_id = %s AND id IN {ids_sql}""",
+        f"""SELECT id, substr({params_sql}, 1, %s), length({params_sql}),
+                  substr({result_sql}, 1, %s), length({result_sql})
+            FROM tool_calls WHERE turn_id = %s AND id IN {ids_sql}""",
         [PREVIEW_CHARS, PREVIEW_CHARS, turn_id, *ids],
     ):
         if call_id in by_id:
@@ -260,8 +263,9 @@ def load_payload(turn_id: str, kind: str, item_id: str) -> Payload | None:
     if kind not in PAYLOAD_COLUMNS:
         return None
     table, column = PAYLOAD_COLUMNS[kind]
+    whole = dialect.whole(column)
     found = sqlite.rows(
-        f"SELECT substr({column}, 1, %s), length({column}) FROM {table} WHERE {PAYLOAD_ROW}",
+        f"SELECT substr({whole}, 1, %s), length({whole}) FROM {table} WHERE {PAYLOAD_ROW}",
         [downloads.PAGE_CHARS, item_id, turn_id],
     )
     if not found:

@@ -182,7 +182,7 @@ def short_page(monkeypatch):
     """Pages show 1,000 characters of a value and downloads read 300 at a time, so a few KB
     behave like a runtime's 50 MB snapshot."""
     monkeypatch.setattr("ledgerweb.downloads.PAGE_CHARS", 1_000)
-    monkeypatch.setattr("ledgerweb.downloads.PIECE_CHARS", 300)
+    monkeypatch.setattr("ledgerweb.downloads.PIECE_BYTES", 300)
 
 
 def test_a_huge_snapshot_and_stack_are_shown_in_part_and_download_whole(

@@ -560,7 +560,7 @@ def small_load_all(monkeypatch):
     """ "Load all" capped at 1,000 characters and downloads read 300 at a time, so a few KB
     behave like the 50 MB tool result that made a 50 MB page."""
     monkeypatch.setattr("ledgerweb.downloads.PAGE_CHARS", 1_000)
-    monkeypatch.setattr("ledgerweb.downloads.PIECE_CHARS", 300)
+    monkeypatch.setattr("ledgerweb.downloads.PIECE_BYTES", 300)
 
 
 def test_load_all_of_a_huge_result_shows_a_capped_part_and_downloads_the_rest(
