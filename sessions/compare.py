@@ -11,8 +11,9 @@ import re
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
-from ledgerweb import sqlite
+from ledgerweb import dialect, sqlite
 from ledgerweb.costs import CostSum
+from ledgerweb.text import as_text
 from sessions.alternatives import add_answers
 from sessions.detail import FAILED, TurnInfo, add_aggregates, add_costs, sum_costs, token_totals
 from sessions.membership import turn_in_session
@@ -144,12 +145,13 @@ def _call_counts(turns: list[TurnInfo]) -> tuple[int, int]:
 def load_response(turn_id: str) -> Response:
     """The turn's prompt and its answer (its assistant messages, in order), bounded."""
     prompt, prompt_chars, parts, size = None, 0, [], 0
+    content_sql = dialect.whole("content")  # past a NUL too: SQLite's substr() stops at one
     for role, content, length in sqlite.rows(
-        """SELECT role, substr(content, 1, %s), length(content) FROM messages
+        f"""SELECT role, substr({content_sql}, 1, %s), length({content_sql}) FROM messages
            WHERE turn_id = %s ORDER BY sequence, created_at, id LIMIT 200""",
         [RESPONSE_CHARS, turn_id],
     ):
-        text = content if isinstance(content, str) else ("" if content is None else str(content))
+        text = as_text(content)  # a BLOB, or a text holding a NUL, comes as bytes
         if role == "user" and not prompt:
             prompt, prompt_chars = text, length if isinstance(length, int) else len(text)
         elif role == "assistant" and size < RESPONSE_CHARS:

@@ -10,6 +10,7 @@ pass (tests/test_turn_and_thread.py, test_downloads.py, test_datasets.py, test_r
 """
 
 import json
+import re
 
 import pytest
 from builders import LEDGER_DB, T0, body_of
@@ -154,3 +155,22 @@ def test_the_request_page_shows_a_field_past_its_nul_and_offers_the_whole(
     assert "line é" in page and "b&#x27;" not in page and "\\x" not in page
     assert "tail" in page
     assert f'href="{url}?download=error_stack"' in page
+
+
+def test_compare_diffs_two_answers_past_their_nul(viewer_client, ledger):
+    if is_postgres_url(ledger.path):
+        pytest.skip("PostgreSQL's text holds no NUL: ledger_ship leaves such a row out")
+    s = ledger.session(id="S1")
+    root = ledger.turn(s, id="T1", started_at=T0)
+    for n, (turn_id, tail) in enumerate((("A1", "six friends"), ("B1", "five ponies"))):
+        t = ledger.turn(s, root, id=turn_id, started_at=T0 + 100 * (n + 1))
+        ledger.message(t, 1, id=f"{turn_id}-u", content="Tell me", created_at=T0 + 100 * n + 1)
+        ledger.message(t, 2, role="assistant", id=f"{turn_id}-a",
+                       content=f"It follows\x00 {tail} in Equestria.",
+                       created_at=T0 + 100 * n + 2)  # fmt: skip
+    ledger.set_head(s, root, root)
+    page = viewer_client.get("/sessions/S1/compare/?a=A1&b=B1").content.decode()
+    a, b = re.findall(r'<div class="compare-answer">(.*?)</div>', page, re.S)
+    # Shown whole, the NUL as a visible ␀ (before: each cut to "It follows").
+    assert "It follows␀" in a and "six friends" in a and "in Equestria" in a
+    assert "It follows␀" in b and "five ponies" in b and "in Equestria" in b
