@@ -2,7 +2,6 @@
 whole value as a download, read PIECE_BYTES at a time so no worker holds it all (a 50 MB tool
 result made a 50 MB page, and a worker held it twice)."""
 
-import codecs
 import re
 from collections.abc import Iterator
 
@@ -12,6 +11,7 @@ from django.http import StreamingHttpResponse
 from django.utils.http import content_disposition_header
 
 from ledgerweb import dialect, sqlite
+from ledgerweb.text import head_text
 
 PAGE_CHARS = 1_000_000
 PIECE_BYTES = 1_000_000
@@ -50,8 +50,8 @@ def cut_to_heads(row, fields: tuple[str, ...]) -> dict[str, int]:
             cut[name] = length
         if isinstance(head, bytes):
             # A BLOB, or a text holding a NUL, read in bytes: shown as text (a page showed
-            # "b'Traceback\x00…'"), less a character its last byte split.
-            head = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(head)
+            # "b'Traceback\x00…'").
+            head = head_text(head)
         setattr(row, name, head)
     return cut
 

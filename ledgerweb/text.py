@@ -4,6 +4,7 @@ Everything here treats its input as hostile: it never raises on bad input and ne
 that a browser would run.
 """
 
+import codecs
 import json
 import re
 from dataclasses import dataclass
@@ -45,7 +46,7 @@ def show_json(raw, *, total_chars: int | None = None, decode_strings: bool = Fal
     if raw is None:
         return JsonText("", valid=True)
     if not isinstance(raw, str):
-        raw = str(raw)
+        raw = head_text(raw)  # a BLOB, or a text holding a NUL read in bytes: not "b'…'"
     total = total_chars if total_chars is not None else len(raw)
     if total > len(raw):
         # Only a prefix was loaded: it cannot parse, and pretending it is invalid would mislead.
@@ -147,6 +148,14 @@ def as_text(value) -> str:
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     return value if isinstance(value, str) else str(value)
+
+
+def head_text(value) -> str:
+    """as_text of a value's head, which may have been cut in bytes (a BLOB's, a text holding a
+    NUL: dialect.whole): a character its last bytes split is left out, not shown as U+FFFD."""
+    if isinstance(value, bytes):
+        return codecs.getincrementaldecoder("utf-8")(errors="replace").decode(value)
+    return as_text(value)
 
 
 def render_markdown(text: str) -> str:
