@@ -44,7 +44,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from contextlib import closing
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from html import unescape
 from pathlib import Path
@@ -52,10 +53,12 @@ from pathlib import Path
 import psutil
 
 from bench.scale_ledger import BENCH, LEDGER, ROOT, ensure_ledger, long_session
+from bench.servers import cpu_and_wait_ms
 from tools.docfile import publish
 from tools.soak import (
     PASSWORD,
     PYTHON,
+    REQUEST_TIMEOUT_S,
     USER,
     Browser,
     Tally,
@@ -139,8 +142,14 @@ class LivePage:
     fetches: int = 0
     errors: int = 0
     opened: threading.Event = field(default_factory=threading.Event)
+    poll_times: list = field(default_factory=list)  # a Timing per poll
+    redraw_times: list = field(default_factory=list)  # a Timing per redraw
 
     def run(self, base: str, cookies, stop: threading.Event) -> None:
+        with counted_thread():
+            self._run(base, cookies, stop)
+
+    def _run(self, base: str, cookies, stop: threading.Event) -> None:
         browser = Browser(base)
         browser.opener = cookies
         status, body = browser.get(self.path)
@@ -151,55 +160,134 @@ class LivePage:
             return
         cursor, every = live["cursor"], int(live["every"]) / 1000
         redraw_every = int(live.get("redraw-every", "0")) / 1000
-        self.applied.append((time.time(), cursor))
+        self.applied.append((time.time(), cursor, None))
         self.opened.set()
         wait, quiet = every, 0
         while not stop.wait(wait):
             try:
                 asked = time.time()
-                status, body = browser.get(poll_url(live["url"], cursor),
-                                           {"Accept": "application/json"})  # fmt: skip
+                status, body, poll = timed_get(browser, poll_url(live["url"], cursor),
+                                               {"Accept": "application/json"})  # fmt: skip
                 self.polls += 1
-                answered = time.time() - asked
+                self.poll_times.append(poll)
                 if status != 200:
                     self.errors += 1
                     continue
                 answer = json.loads(body)
                 every = answer.get("every_ms", every * 1000) / 1000
+                at_most = answer.get("at_most_ms", 10**9) / 1000
                 quiet = 0 if answer["changed"] else quiet + 1
-                wait = every * (QUIET_SLOWER if quiet >= QUIET_ANSWERS else 1)
-                wait = max(wait, POLL_GAP * answered)
+                pace = every * (QUIET_SLOWER if quiet >= QUIET_ANSWERS else 1)
+                if OLD_RULES:  # as first landed: the client's wait, from the answer, uncapped
+                    wait = max(pace, POLL_GAP * poll.wall)
+                else:
+                    wait = next_wait(pace, POLL_GAP * poll.app, at_most, time.time() - asked)
+                steps = {"asked": asked, "poll": poll}
                 if not answer["changed"] or live["kind"] == "requests":
                     cursor = answer["cursor"]
-                    self.applied.append((time.time(), cursor))
+                    self.applied.append((time.time(), cursor, steps))
                     continue
-                started = time.time()
+                redraw = Timing(0, 0, 0)
                 if live["kind"] == "pipeline":
-                    for chart in CHARTS:
-                        browser.get(f"/pipeline/charts/{chart}/?window=24h", {"HX-Request": "true"})
+                    # As a browser does: the cards at once (live.js's Promise.all), in parallel.
+                    with ThreadPoolExecutor(len(CHARTS)) as pool:
+                        charts = list(pool.map(lambda chart: chart_timing(browser, chart), CHARTS))
+                    redraw = Timing(max(c.wall for c in charts), sum(c.app for c in charts),
+                                    sum(c.cpu for c in charts))  # fmt: skip
                     cursor = answer["cursor"]
                 else:
-                    status, body = browser.get(self.path)
+                    status, body, redraw = timed_get(browser, self.path)
                     drawn = bar_of(body.decode(errors="replace")) if status == 200 else None
                     cursor = drawn["cursor"] if drawn else answer["cursor"]
                 self.fetches += 1
-                self.applied.append((time.time(), cursor))
-                took = time.time() - started
-                wait = max(every, REDRAW_GAP * took, redraw_every - took)
+                self.redraw_times.append(redraw)
+                self.applied.append((time.time(), cursor, steps | {"redraw": redraw}))
+                if OLD_RULES:
+                    wait = max(pace, REDRAW_GAP * redraw.wall, redraw_every - redraw.wall)
+                else:
+                    rest = max(POLL_GAP * poll.app, REDRAW_GAP * redraw.app,
+                               redraw_every - redraw.wall)  # fmt: skip
+                    wait = next_wait(pace, rest, at_most, time.time() - asked)
             except (OSError, ValueError, urllib.error.URLError):
                 self.errors += 1
+
+
+# This bench's own threads' time on a CPU and waiting for one (seconds), added up as each ends
+# (a process's /proc schedstat forgets the threads that ended).
+CLIENT_SCHED = [0.0, 0.0]
+_CLIENT_SCHED_LOCK = threading.Lock()
+
+
+def _thread_sched() -> tuple[float, float]:
+    on_cpu, queued, _ = Path("/proc/thread-self/schedstat").read_text().split()
+    return int(on_cpu) / 1e9, int(queued) / 1e9
+
+
+@contextmanager
+def counted_thread():
+    started = _thread_sched()
+    try:
+        yield
+    finally:
+        ended = _thread_sched()
+        with _CLIENT_SCHED_LOCK:
+            CLIENT_SCHED[0] += ended[0] - started[0]
+            CLIENT_SCHED[1] += ended[1] - started[1]
+
+
+def next_wait(pace: float, rest: float, at_most: float, elapsed: float) -> float:
+    """static/js/live.js's nextWait: the pace counts from the poll's sending, a costly poll or
+    redraw rests the server from now, neither past at_most after the poll's sending."""
+    return max(0.0, min(max(pace - elapsed, rest), at_most - elapsed))
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One request's seconds: as the client waited (`wall`), as the server's worker spent it
+    (`app`, from its Server-Timing header) and its CPU (`cpu`)."""
+
+    wall: float
+    app: float
+    cpu: float
+
+
+def chart_timing(browser: Browser, chart: str) -> "Timing":
+    return timed_get(browser, f"/pipeline/charts/{chart}/?window=24h", {"HX-Request": "true"})[2]
+
+
+SERVER_TIMING = re.compile(r"(app|cpu);dur=([0-9.]+)")
+
+
+def timed_get(browser: Browser, path: str, headers: dict | None = None):
+    """Browser.get, with the request's Timing."""
+    request = urllib.request.Request(browser.base + path, headers=headers or {})
+    started = time.perf_counter()
+    try:
+        with browser.opener.open(request, timeout=REQUEST_TIMEOUT_S) as response:
+            status, body, said = response.status, response.read(), response.headers
+    except urllib.error.HTTPError as error:
+        status, body, said = error.code, error.read(), error.headers
+    wall = time.perf_counter() - started
+    server = dict(SERVER_TIMING.findall(said.get("Server-Timing", "")))
+    timing = Timing(wall, float(server.get("app", 0)) / 1000, float(server.get("cpu", 0)) / 1000)
+    return status, body, timing
 
 
 def poll_url(url: str, cursor: str) -> str:
     return url + ("&" if "?" in url else "?") + f"cursor={cursor}"
 
 
-# As static/js/live.js: a redraw that took t is not followed by another before 4t, nor a poll
-# answered after t before 8t; a page told "nothing changed" 20 times in a row asks 1.5 times
-# less often; the dashboard redraws every chart (pipeline.charts.CHARTS), at most every 5 s.
+# As static/js/live.js: a redraw that held a worker for t is not followed by another before 4t,
+# nor a poll that held one for t before 8t (the server's own time, from its Server-Timing
+# header, not the client's wait); a page told "nothing changed" 20 times in a row asks 1.5 times
+# less often; none of these waits passes the answer's at_most_ms (the page's promise); the
+# dashboard redraws every chart (pipeline.charts.CHARTS) at once, at most every 5 s.
 REDRAW_GAP = 4
 QUIET_ANSWERS, QUIET_SLOWER = 20, 1.5
 POLL_GAP = 8
+# --old-rules: the waits as first landed (the client's own wait for an answer, no cap), to
+# compare the two on the same machine.
+OLD_RULES = False
 CHARTS = ("throughput", "failures", "stage-timings", "hooks", "sources", "tokens", "cost",
           "delivery")  # fmt: skip
 # Pages open on the session being written (--hot): people watching an agent at work.
@@ -272,8 +360,12 @@ def signed_in_browser(base: str) -> Browser:
     return browser
 
 
-def delays(pages: list[LivePage], notes: list, kind: str) -> list[float]:
-    """Seconds from each commit a page should show to the first state it applied that holds it."""
+def delays(pages: list[LivePage], notes: list, kind: str) -> list[dict]:
+    """For each commit a page should show, the first state it applied that holds it: the delay
+    from the commit (`delay`), and its parts: waiting for the next poll (`gap`, from the commit
+    to the poll's sending), the poll and the redraw as the client waited for them (`poll`,
+    `redraw`) and as the server's worker spent them (`poll_app`, `redraw_app`); what is left
+    (`client`) is the bench's own threads, between a request's answer and the next step."""
     table = "turns" if kind == "writer" else "nexus_requests"
     if kind == "writer":
         commits = [(t, turns) for t, said, turns, _, _ in notes if said.endswith(" began")]
@@ -285,9 +377,17 @@ def delays(pages: list[LivePage], notes: list, kind: str) -> list[float]:
         for committed, rowid in commits:
             if committed < page.applied[0][0] + 1:
                 continue  # before the page was open
-            seen = next((t for t, cursor in states if mark(cursor, table) >= rowid), None)
-            if seen is not None:
-                found.append(seen - committed)
+            seen = next((s for s in states if mark(s[1], table) >= rowid), None)
+            if seen is None:
+                continue
+            shown, _, steps = seen
+            poll, redraw = steps["poll"], steps.get("redraw", Timing(0, 0, 0))
+            gap = max(0.0, steps["asked"] - committed)
+            found.append({
+                "delay": shown - committed, "gap": gap, "poll": poll.wall, "poll_app": poll.app,
+                "redraw": redraw.wall, "redraw_app": redraw.app,
+                "client": shown - committed - gap - poll.wall - redraw.wall,
+            })  # fmt: skip
     return found
 
 
@@ -300,6 +400,11 @@ NOT_BROWSED = {"health"}
 
 def browse(base: str, until: float, tally: Tally, offset: float) -> None:
     """tools.soak's walk of every page of the contract (each client from its own place in it)."""
+    with counted_thread():
+        _browse(base, until, tally, offset)
+
+
+def _browse(base: str, until: float, tally: Tally, offset: float) -> None:
     browser = signed_in_browser(base)
     while time.time() < until:
         walk = [p for p in pages(newest(browser, tally)) if p[0] not in NOT_BROWSED]
@@ -357,20 +462,27 @@ def browsing_run(server, seconds: float, clients: int, pages: list[LivePage], ta
                for i in range(clients)]  # fmt: skip
     pids = server_pids(server)
     cpu = cpu_seconds(pids)
+    server_before, client_before = cpu_and_wait_ms(pids), tuple(CLIENT_SCHED)
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join()
     stop.set()
-    writer.wait()
+    server_after = cpu_and_wait_ms(pids)
     for thread in threads:
         thread.join(timeout=30)
+    # (cpu, waiting for a core) in seconds, of the server's processes and of this bench's threads.
+    server_sched = tuple((b - a) / 1000 for a, b in zip(server_before, server_after, strict=True))
+    bench_sched = tuple(b - a for a, b in zip(client_before, CLIENT_SCHED, strict=True))
+    writer.wait()
     notes = json.loads(out.read_text())
     return {
         "tally": tally,
         "notes": notes,
         "pages": pages,
         "cpu": cpu_seconds(pids) - cpu,
+        "server_sched": server_sched,
+        "bench_sched": bench_sched,
         "rss": rss_mb(server_pids(server)),
         "seconds": seconds,
     }
@@ -489,19 +601,23 @@ def report(args, alone: dict, beside: dict, idle: dict, sse: dict | None, loads:
         f"The browsing pages' p95 with the live pages open: {change:+.0f} % (target: within"
         " +20 %).",
         "",
-        "| live pages | open | polls | page fetches | commit → screen p50 | p95 | max |",
+        "| live pages | open | polls | redraws | commit → screen p50 | p95 | max |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     pages = beside["pages"]
-    for kind, label in (("writer", "session being written"), ("requests", "request list"),
-                        ("pipeline", "dashboard"), ("ledger", "overview"),
-                        ("idle", "others (nothing written)")):  # fmt: skip
+    kinds = (("writer", "session being written"), ("requests", "request list"),
+             ("pipeline", "dashboard"), ("ledger", "overview"),
+             ("idle", "others (nothing written)"))  # fmt: skip
+    parts = []
+    for kind, label in kinds:
         chosen = [p for p in pages if p.follows == kind]
         if not chosen:
             continue
         found = delays(pages, beside["notes"], kind) if kind != "idle" else []
+        seconds = [f["delay"] for f in found]
         spread = (
-            f"{percentile(found, 0.5):.2f} s | {percentile(found, 0.95):.2f} s | {max(found):.2f} s"
+            f"{percentile(seconds, 0.5):.2f} s | {percentile(seconds, 0.95):.2f} s |"
+            f" {max(seconds):.2f} s"
             if found
             else "— | — | —"
         )
@@ -509,6 +625,39 @@ def report(args, alone: dict, beside: dict, idle: dict, sse: dict | None, loads:
             f"| {label} | {len(chosen)} | {sum(p.polls for p in chosen):,} |"
             f" {sum(p.fetches for p in chosen):,} | {spread} |"
         )
+        polls = [t for p in chosen for t in p.poll_times]
+        redraws = [t for p in chosen for t in p.redraw_times]
+        keys = ("gap", "poll", "poll_app", "redraw", "redraw_app", "client")
+        median = {key: percentile([f[key] for f in found], 0.5) * 1000 for key in keys}
+        parts.append(
+            f"| {label} | {_ms(median['gap'])} | {_ms(median['poll'])} ({_ms(median['poll_app'])})"
+            f" | {_ms(median['redraw'])} ({_ms(median['redraw_app'])}) | {_ms(median['client'])}"
+            f" | {_mean_ms(polls, 'app')} / {_mean_ms(polls, 'cpu')}"
+            f" | {_mean_ms(redraws, 'app')} / {_mean_ms(redraws, 'cpu')} |"
+        )
+    (server_cpu, server_wait), (bench_cpu, bench_wait) = (
+        beside["server_sched"],
+        beside["bench_sched"],
+    )
+    lines += [
+        "",
+        "Where the delay goes (medians over the commits above: waiting for the next poll, the"
+        " poll and the redraw as the page waited for them, with the server worker's own time in"
+        " brackets, from its Server-Timing header, and what is left, the bench's own threads);"
+        " and what each poll and redraw cost the server on average (worker time / CPU):",
+        "",
+        "| live pages | wait for the poll | poll (server) | redraw (server) | bench | per poll"
+        " | per redraw |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        *parts,
+        "",
+        f"In the run with live pages, the server's processes ran {server_cpu:.0f} s on a CPU and"
+        f" waited {server_wait:.0f} s for one ({server_wait / beside['seconds']:.1f} s per s: the"
+        f" machine's load); this bench's own threads (its {args.clients} browsing clients and"
+        f" {args.pages} pages, from their opening) ran {bench_cpu:.0f} s and waited"
+        f" {bench_wait:.0f} s.",
+        "",
+    ]
     errors = sum(p.errors for p in pages)
     lines += [
         "",
@@ -543,6 +692,16 @@ def report(args, alone: dict, beside: dict, idle: dict, sse: dict | None, loads:
     return "\n".join(lines)
 
 
+def _ms(value: float) -> str:
+    return "—" if value != value else f"{value:.0f} ms"  # NaN: nothing measured
+
+
+def _mean_ms(timings: list, name: str) -> str:
+    if not timings:
+        return "—"
+    return f"{sum(getattr(t, name) for t in timings) / len(timings) * 1000:.1f} ms"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60)
@@ -552,10 +711,14 @@ def main() -> None:
                         help="how many of the pages follow the session being written")  # fmt: skip
     parser.add_argument("--keep-copy", action="store_true",
                         help="reuse var/bench/live-scale.sqlite3 if it is there")  # fmt: skip
+    parser.add_argument("--old-rules", action="store_true",
+                        help="the waits as first landed: the client's wait, no cap")  # fmt: skip
     parser.add_argument("--no-sse", action="store_true", help="skip the SSE prototype")
     parser.add_argument("--write-doc", action="store_true")
     parser.add_argument("--writer", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global OLD_RULES
+    OLD_RULES = args.old_rules
     if args.writer:
         write(Path(args.writer[0]), float(args.writer[1]), Path(args.writer[2]))
         return

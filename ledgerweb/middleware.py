@@ -2,6 +2,7 @@
 
 import logging
 import re
+import time
 
 from django.db import OperationalError
 from django.db.utils import DatabaseErrorWrapper
@@ -161,4 +162,24 @@ class ControlCharactersMiddleware:
             charset = response.charset or "utf-8"
             text = response.content.decode(charset, errors="replace")
             response.content = text.translate(_CONTROL_PICTURES).encode(charset)
+        return response
+
+
+class ServerTimingMiddleware:
+    """Says in each response how long this worker spent on it (`app`: wall time, from the first
+    middleware to the last) and how much of a CPU (`cpu`: this thread's CPU time), as a
+    Server-Timing header. Live pages (static/js/live.js) base their back-off on it: the time a
+    worker was held is the page's cost to others, while the time the page waited for an answer
+    also counts the queue and the machine's other load. Benchmarks read it too. Outermost, so it
+    counts the session and the user's lookup as well."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        wall, cpu = time.perf_counter(), time.thread_time()
+        response = self.get_response(request)
+        app_ms = (time.perf_counter() - wall) * 1000
+        cpu_ms = (time.thread_time() - cpu) * 1000
+        response["Server-Timing"] = f"app;dur={app_ms:.1f}, cpu;dur={cpu_ms:.1f}"
         return response

@@ -155,6 +155,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "ledgerweb.middleware.ServerTimingMiddleware",  # outermost: a worker's whole time on a request
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

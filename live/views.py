@@ -16,6 +16,7 @@ from ledgerweb import sqlite
 from ledgerweb.params import answers_bad_parameters, linked
 from live import cursor
 from live.watches import (
+    AT_MOST_MS,
     EVERY_MS,
     PipelineWatch,
     RequestListWatch,
@@ -108,16 +109,17 @@ def _answer(request, watch, echoed: dict | None = None, compute=None, extras=Non
         )
     echoed = echoed or {}
     every = EVERY_MS[watch.kind]
+    pace = {"every_ms": every, "at_most_ms": AT_MOST_MS[watch.kind]}
     try:
         connection, version = sqlite.ledger_version()
         key = (*watch.key, *sorted(echoed.items()))
         known = _answered.get(key)
         if known and known[0] is connection and known[1] == version and known[2] == raw:
             # Nothing committed since this worker answered it: nothing to read.
-            return JsonResponse({"cursor": raw, "changed": False, "every_ms": every})
+            return JsonResponse({"cursor": raw, "changed": False, **pace})
         now = cursor.now(watch.digest())
         if now.is_behind(since):
-            return JsonResponse({"cursor": str(now), "reload": True, "every_ms": every})
+            return JsonResponse({"cursor": str(now), "reload": True, **pace})
         news = watch.news(since, now)
         current = compute() if compute else {}
         answer = {
@@ -125,7 +127,7 @@ def _answer(request, watch, echoed: dict | None = None, compute=None, extras=Non
             "changed": news.touched
             or now.digest != since.digest
             or any(echoed.get(name) != value for name, value in current.items()),
-            "every_ms": every,
+            **pace,
             **news.facts,
             **current,
             **{name: make() for name, make in (extras or {}).items()},

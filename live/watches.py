@@ -41,7 +41,12 @@ MAX_SCAN = 50_000
 EVERY_MS = {"session": 1000, "request": 1000, "requests": 1500, "pipeline": 5000, "ledger": 5000}
 # At least this long between two redraws of a page (from one's start to the next's): the
 # dashboard's charts and the overview are heavier than a poll, and they promise 10 s, not 2.
-REDRAW_EVERY_MS = {"session": 0, "request": 0, "requests": 0, "pipeline": 5000, "ledger": 8000}
+REDRAW_EVERY_MS = {"session": 0, "request": 0, "requests": 0, "pipeline": 5000, "ledger": 5000}
+# The longest a page's back-offs (quiet answers, a costly poll or redraw: static/js/live.js) may
+# make it wait before its next poll: the gap that keeps its promise, a change on screen within
+# 2 s of its commit (a session, a request), 3 s (the request list's banner, which asks every
+# 1.5 s) or 10 s (the dashboard and the overview), with the poll and the redraw after it.
+AT_MOST_MS = {"session": 1000, "request": 1000, "requests": 1500, "pipeline": 5000, "ledger": 5000}
 
 
 @dataclass

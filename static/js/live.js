@@ -18,22 +18,25 @@
   var HIDDEN_EVERY_MS = 30000;   // a tab out of sight asks this rarely, and at once when seen
   var MAX_RETRY_MS = 30000;      // after failures, waits double up to this
   var TICK_MS = 15000;           // "pending 3 min" and "stalled" are redrawn this often
-  // A page that took t to redraw is not redrawn again before REDRAW_GAP × t: an expensive page
-  // (a huge tree, the overview of a big ledger) costs the server at most a quarter of a worker
-  // per open tab, however fast the ledger is written.
+  // The back-offs below are measured in the server's own time (its Server-Timing header: how
+  // long a worker was held), not in the time the page waited for the answer, which also counts
+  // the queue in front of the workers and the machine's other load. And none of them makes a
+  // page wait longer than the answer's at_most_ms, the gap that keeps the page's promise (a
+  // change on screen within 2 s, the dashboard within 10 s): docs/decisions.md.
+  // A redraw that held the server for t is not followed by another before REDRAW_GAP × t: an
+  // expensive page (a huge tree, the overview of a big ledger) costs a worker at most a quarter
+  // of its time per open tab, until the promise's gap caps it.
   var REDRAW_GAP = 4;
   // A page told "nothing changed" this many times in a row asks half as often again (a page
   // nobody writes costs the server less); the first change brings it back to its pace.
   var QUIET_ANSWERS = 20, QUIET_SLOWER = 1.5;
-  // A poll answered late means the server is busy (its workers were serving other requests):
-  // the page waits POLL_GAP times as long as the answer took before asking again, so live pages
-  // step aside for the people browsing rather than queue up in front of them.
+  // A poll that held the server for t is not followed by another before POLL_GAP × t.
   var POLL_GAP = 8;
   // Classes other scripts put on server-drawn elements, kept when the element is redrawn.
   var CLIENT_CLASSES = ["cursor", "find-hit", "find-failure", "visited"];
 
   var state = { bar: null, timer: null, failures: 0, busy: false, pending: 0, more: false,
-                newTurns: [], moreTurns: false, waiting: false, rest: 0, quiet: 0 };
+                newTurns: [], moreTurns: false, waiting: false, quiet: 0, served: 0 };
 
   function bar() { return document.querySelector("[data-live]"); }
   function say(text) {
@@ -175,8 +178,25 @@
     return fetch(url, { credentials: "same-origin" })
       .then(function (response) {
         if (!response.ok || response.redirected) throw new Error("page " + response.status);
+        state.served += serverMs(response, 0);
         return response.text();
       });
+  }
+
+  // How long the server's worker spent on a response (its Server-Timing "app" entry), or
+  // `otherwise` (the time the page waited) when no such header came through.
+  function serverMs(response, otherwise) {
+    var found = /(?:^|,)\s*app;dur=([0-9.]+)/.exec(response.headers.get("Server-Timing") || "");
+    return found ? Number(found[1]) : otherwise;
+  }
+  // The wait before the next poll, `elapsed` ms after this one was sent: its pace counts from
+  // the sending (`pace`: a poll every second, not a second after a redraw that took one), a
+  // costly poll or redraw rests the server `rest` ms from now, and neither takes the next poll
+  // more than `atMost` ms after this one (the promise's gap; then it goes at once).
+  function nextWait(pace, rest, atMost, elapsed) {
+    var wait = Math.max(pace - elapsed, rest);
+    if (atMost) wait = Math.min(wait, atMost - elapsed);
+    return Math.max(0, wait);
   }
 
   // -- A session page: what arrived where the reader cannot see it -------------------------------
@@ -316,7 +336,10 @@
     var cards = Array.from(document.querySelectorAll(".chart-card[hx-get]"));
     return Promise.all(cards.map(function (card) {
       return fetch(card.getAttribute("hx-get"), { credentials: "same-origin", headers: { "HX-Request": "true" } })
-        .then(function (response) { return response.ok ? response.text() : null; })
+        .then(function (response) {
+          state.served += serverMs(response, 0);
+          return response.ok ? response.text() : null;
+        })
         .then(function (html) {
           if (html === null) return;
           var holder = document.createElement("section");
@@ -355,12 +378,14 @@
     return url.pathname + url.search;
   }
 
+  // Redraws the page, and says how long the server should rest before the next poll.
   function apply(live, answer) {
     var started = Date.now();
+    state.served = 0;
     return redraw(live, answer).then(function () {
       var took = Date.now() - started;
       var atMostEvery = Number(live.dataset.liveRedrawEvery) || 0;
-      state.rest = Math.max(REDRAW_GAP * took, atMostEvery - took);
+      return Math.max(REDRAW_GAP * state.served, atMostEvery - took);
     });
   }
 
@@ -385,10 +410,8 @@
     });
   }
 
-  function schedule(ms) {
+  function schedule(wait) {
     clearTimeout(state.timer);
-    var wait = ms && Math.max(ms, state.rest);
-    state.rest = 0;
     state.timer = setTimeout(poll, document.hidden ? Math.max(wait, HIDDEN_EVERY_MS) : wait);
   }
 
@@ -399,11 +422,14 @@
     var every = Number(live.dataset.liveEvery) || 1000;
     if (state.busy) { schedule(every); return; }
     state.busy = true;
-    var asked = Date.now();
+    var asked = Date.now(), wait = every;
     fetch(pollUrl(live), { credentials: "same-origin", headers: { Accept: "application/json" } })
       .then(function (response) {
         if (response.redirected) { stop("Signed out: reload the page to sign in again."); return null; }
-        return response.json().then(function (answer) { return { status: response.status, answer: answer }; });
+        var held = serverMs(response, Date.now() - asked);
+        return response.json().then(function (answer) {
+          return { status: response.status, answer: answer, held: held };
+        });
       })
       .then(function (got) {
         if (!got) return;
@@ -416,25 +442,30 @@
         var recovered = state.failures > 0;
         state.failures = 0;
         state.quiet = answer.changed ? 0 : state.quiet + 1;
-        if (state.quiet >= QUIET_ANSWERS) every = Math.round(every * QUIET_SLOWER);
-        every = Math.max(every, POLL_GAP * (Date.now() - asked));
+        var pace = state.quiet >= QUIET_ANSWERS ? Math.round(every * QUIET_SLOWER) : every;
+        var settle = function (rest) {
+          wait = nextWait(pace, Math.max(rest, POLL_GAP * got.held), answer.at_most_ms,
+                          Date.now() - asked);
+        };
         if (!answer.changed) {
           live.dataset.liveCursor = answer.cursor;
           say(paused() ? "Paused" : recovered ? "Back live" : "Following live");
-          return;
+          return settle(0);
         }
-        if (paused()) { state.waiting = true; say("Paused · new activity"); return; }
-        return apply(live, answer).then(function () { say("Following live · updated " + clock()); });
+        if (paused()) { state.waiting = true; say("Paused · new activity"); return settle(0); }
+        return apply(live, answer).then(function (rest) {
+          say("Following live · updated " + clock());
+          settle(rest);
+        });
       })
       .catch(function () {
         state.failures += 1;
-        var wait = Math.min(MAX_RETRY_MS, every * Math.pow(2, state.failures));
+        wait = Math.min(MAX_RETRY_MS, every * Math.pow(2, state.failures));
         say("Connection lost · trying again in " + Math.round(wait / 1000) + " s");
-        every = wait;
       })
       .then(function () {
         state.busy = false;
-        if (state.timer !== "stopped") schedule(every);
+        if (state.timer !== "stopped") schedule(wait);
       });
   }
 

@@ -261,3 +261,66 @@ def test_new_turns_that_land_in_a_folded_stretch_are_counted(
     news.click()
     expect(page).to_have_url(re.compile(r"/sessions/S2/turns/N1/$"))
     expect(page.locator("#turn-N1")).to_have_class(re.compile("selected"))
+
+
+def _polls_of(page, pattern: str, handler) -> list:
+    """Route the session's polls through `handler(route, n)` (n: the poll's number, from 0)."""
+    asked: list = []
+
+    def route(route):
+        asked.append(time.monotonic())
+        handler(route, len(asked) - 1)
+
+    page.route(re.compile(pattern), route)
+    return asked
+
+
+def test_a_poll_answered_late_by_a_busy_server_does_not_delay_the_next_change(
+    page, live_server, viewer, ledger, working_session, sign_in
+):
+    """The page waited 1.5 s for an answer (a queue in front of the workers, a loaded machine),
+    but the server spent a few ms on it: the page keeps its pace, and the next change is on
+    screen within 2 s of its commit (waiting 8 × 1.5 s would have kept it 12 s away)."""
+
+    def late_first(route, n):
+        if n == 0:
+            time.sleep(1.5)
+        route.continue_()
+
+    sign_in("vera", next_url="/sessions/S1/turns/R/")
+    asked = _polls_of(page, r"/live/sessions/", late_first)
+    expect(page.locator("#live-bar")).to_contain_text("Following live")
+    while not asked:
+        page.wait_for_timeout(100)
+    page.wait_for_timeout(1_700)  # the late answer is back
+    commit_and_see(
+        lambda: ledger.tool_call({"id": "R", "started_at": now_ms()}, 1, id="C-after-late"),
+        page.locator("#call-C-after-late"),
+        "to_be_visible",
+    )
+
+
+def test_a_costly_poll_and_redraw_back_off_no_further_than_the_promise(
+    page, live_server, viewer, ledger, working_session, sign_in
+):
+    """The server says each poll and each redraw of the page held a worker for 5 s (a huge page
+    on a slow server): the back-offs (8 × a poll's, 4 × a redraw's time) would make the page
+    wait 40 s and 20 s; they stop at the gap that keeps the 2 s promise."""
+
+    def costly(route, n):
+        response = route.fetch()
+        headers = response.headers | {"server-timing": "app;dur=5000, cpu;dur=5000"}
+        route.fulfill(response=response, headers=headers)
+
+    sign_in("vera", next_url="/sessions/S1/turns/R/")
+    polls = _polls_of(page, r"/live/sessions/", costly)
+    _polls_of(page, r"/sessions/S1/turns/R/$", costly)
+    expect(page.locator("#live-bar")).to_contain_text("Following live")
+    for n in range(1, 3):  # after a costly poll, then after a costly redraw
+        page.wait_for_timeout(300)
+        commit_and_see(
+            lambda n=n: ledger.tool_call({"id": "R", "started_at": now_ms()}, n, id=f"C-cost{n}"),
+            page.locator(f"#call-C-cost{n}"),
+            "to_be_visible",
+        )
+    assert len(polls) >= 2
