@@ -364,8 +364,7 @@ def delays(pages: list[LivePage], notes: list, kind: str) -> list[dict]:
     """For each commit a page should show, the first state it applied that holds it: the delay
     from the commit (`delay`), and its parts: waiting for the next poll (`gap`, from the commit
     to the poll's sending), the poll and the redraw as the client waited for them (`poll`,
-    `redraw`) and as the server's worker spent them (`poll_app`, `redraw_app`); what is left
-    (`client`) is the bench's own threads, between a request's answer and the next step."""
+    `redraw`) and as the server's worker spent them (`poll_app`, `redraw_app`)."""
     table = "turns" if kind == "writer" else "nexus_requests"
     if kind == "writer":
         commits = [(t, turns) for t, said, turns, _, _ in notes if said.endswith(" began")]
@@ -386,7 +385,6 @@ def delays(pages: list[LivePage], notes: list, kind: str) -> list[dict]:
             found.append({
                 "delay": shown - committed, "gap": gap, "poll": poll.wall, "poll_app": poll.app,
                 "redraw": redraw.wall, "redraw_app": redraw.app,
-                "client": shown - committed - gap - poll.wall - redraw.wall,
             })  # fmt: skip
     return found
 
@@ -488,6 +486,27 @@ def browsing_run(server, seconds: float, clients: int, pages: list[LivePage], ta
     }
 
 
+def together(runs: list[dict]) -> dict:
+    """Rounds of one run as one: their requests, commits and pages, their costs added up."""
+    tally = Tally()
+    for run in runs:
+        tally.seconds += run["tally"].seconds
+        tally.statuses.update(run["tally"].statuses)
+    added = {key: sum(run[key] for run in runs) for key in ("cpu", "seconds")}
+    sched = {
+        key: tuple(map(sum, zip(*(run[key] for run in runs), strict=True)))
+        for key in ("server_sched", "bench_sched")
+    }
+    return {
+        "tally": tally,
+        "notes": [note for run in runs for note in run["notes"]],
+        "pages": [page for run in runs for page in run["pages"]],
+        "rss": max(run["rss"] for run in runs),
+        **added,
+        **sched,
+    }
+
+
 def idle_run(server, seconds: float, pages: list[LivePage], with_writer: bool, tag: str) -> dict:
     writer = start_writer(seconds, tag)[0] if with_writer else None
     stop = threading.Event()
@@ -579,11 +598,14 @@ def report(args, alone: dict, beside: dict, idle: dict, sse: dict | None, loads:
         HEADING,
         "",
         f"Command: `.venv/bin/python -m bench.live_bench --seconds {args.seconds:g} --pages"
-        f" {args.pages} --clients {args.clients} --hot {args.hot} --write-doc` (in `make"
+        f" {args.pages} --clients {args.clients} --hot {args.hot} --rounds {args.rounds}"
+        f"{' --old-rules' if args.old_rules else ''} --write-doc` (in `make"
         " bench`). A copy of the large bench ledger, gunicorn with 2 sync workers, a writer"
         " committing every 50 ms"
-        f" ({len(beside['notes']):,} commits in the second run). Measured at {loads}: other"
-        " developers were working on the machine, so compare the two runs with each other.",
+        f" ({len(beside['notes']):,} commits in the runs with live pages). The runs with and"
+        f" without live pages took turns,"
+        f" {args.rounds} rounds of {args.seconds / args.rounds:g} s each. Measured at {loads}:"
+        " other developers were working on the machine, so compare the two runs with each other.",
         "",
         "| run | browsing requests | p50 | p95 | server CPU (s per s) | server RSS |",
         "|---|---:|---:|---:|---:|---:|",
@@ -622,16 +644,16 @@ def report(args, alone: dict, beside: dict, idle: dict, sse: dict | None, loads:
             else "— | — | —"
         )
         lines.append(
-            f"| {label} | {len(chosen)} | {sum(p.polls for p in chosen):,} |"
+            f"| {label} | {len(chosen) // args.rounds} | {sum(p.polls for p in chosen):,} |"
             f" {sum(p.fetches for p in chosen):,} | {spread} |"
         )
         polls = [t for p in chosen for t in p.poll_times]
         redraws = [t for p in chosen for t in p.redraw_times]
-        keys = ("gap", "poll", "poll_app", "redraw", "redraw_app", "client")
+        keys = ("gap", "poll", "poll_app", "redraw", "redraw_app")
         median = {key: percentile([f[key] for f in found], 0.5) * 1000 for key in keys}
         parts.append(
             f"| {label} | {_ms(median['gap'])} | {_ms(median['poll'])} ({_ms(median['poll_app'])})"
-            f" | {_ms(median['redraw'])} ({_ms(median['redraw_app'])}) | {_ms(median['client'])}"
+            f" | {_ms(median['redraw'])} ({_ms(median['redraw_app'])})"
             f" | {_mean_ms(polls, 'app')} / {_mean_ms(polls, 'cpu')}"
             f" | {_mean_ms(redraws, 'app')} / {_mean_ms(redraws, 'cpu')} |"
         )
@@ -643,12 +665,13 @@ def report(args, alone: dict, beside: dict, idle: dict, sse: dict | None, loads:
         "",
         "Where the delay goes (medians over the commits above: waiting for the next poll, the"
         " poll and the redraw as the page waited for them, with the server worker's own time in"
-        " brackets, from its Server-Timing header, and what is left, the bench's own threads);"
-        " and what each poll and redraw cost the server on average (worker time / CPU):",
+        " brackets, from its Server-Timing header; the rest of the wait is the queue in front of"
+        " the two workers and the machine's load); and what each poll and redraw cost the server"
+        " on average (worker time / CPU):",
         "",
-        "| live pages | wait for the poll | poll (server) | redraw (server) | bench | per poll"
+        "| live pages | wait for the poll | poll (server) | redraw (server) | per poll"
         " | per redraw |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|",
         *parts,
         "",
         f"In the run with live pages, the server's processes ran {server_cpu:.0f} s on a CPU and"
@@ -707,6 +730,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--pages", type=int, default=50)
     parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="turns the runs with and without live pages take")  # fmt: skip
     parser.add_argument("--hot", type=int, default=HOT_SESSION_PAGES,
                         help="how many of the pages follow the session being written")  # fmt: skip
     parser.add_argument("--keep-copy", action="store_true",
@@ -761,11 +786,15 @@ def main() -> None:
         stop = threading.Event()
         open_pages(server.url, warm, stop)
         stop.set()
-        loads.append(load())
-        alone = browsing_run(server, args.seconds, args.clients, [], "alone")
-        loads.append(load())
-        tabs = pick_pages(args.pages, writer_session, args.hot)
-        beside = browsing_run(server, args.seconds, args.clients, tabs, "beside")
+        # The two runs take turns (--rounds of each, args.seconds in all): the machine's load
+        # drifts over minutes (others work on it), and one run of each compared that drift.
+        alone, beside, part = [], [], args.seconds / args.rounds
+        for n in range(args.rounds):
+            loads.append(load())
+            alone.append(browsing_run(server, part, args.clients, [], f"alone-{n}"))
+            tabs = pick_pages(args.pages, writer_session, args.hot)
+            beside.append(browsing_run(server, part, args.clients, tabs, f"beside-{n}"))
+        alone, beside = together(alone), together(beside)
         idle = {}
         for key, with_writer in (("still", False), ("moving", True)):
             quiet = max(20.0, args.seconds / 2)
