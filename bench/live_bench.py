@@ -630,7 +630,7 @@ def report(args, alone: dict, beside: dict, idle: dict, sse: dict | None, loads:
     kinds = (("writer", "session being written"), ("requests", "request list"),
              ("pipeline", "dashboard"), ("ledger", "overview"),
              ("idle", "others (nothing written)"))  # fmt: skip
-    parts = []
+    parts, p95s = [], {}
     for kind, label in kinds:
         chosen = [p for p in pages if p.follows == kind]
         if not chosen:
@@ -651,12 +651,17 @@ def report(args, alone: dict, beside: dict, idle: dict, sse: dict | None, loads:
         redraws = [t for p in chosen for t in p.redraw_times]
         keys = ("gap", "poll", "poll_app", "redraw", "redraw_app")
         median = {key: percentile([f[key] for f in found], 0.5) * 1000 for key in keys}
+        if found:
+            p95s[kind] = percentile(seconds, 0.95)
         parts.append(
             f"| {label} | {_ms(median['gap'])} | {_ms(median['poll'])} ({_ms(median['poll_app'])})"
             f" | {_ms(median['redraw'])} ({_ms(median['redraw_app'])})"
             f" | {_mean_ms(polls, 'app')} / {_mean_ms(polls, 'cpu')}"
             f" | {_mean_ms(redraws, 'app')} / {_mean_ms(redraws, 'cpu')} |"
         )
+    requests = len(beside["tally"].seconds) + sum(
+        len(p.poll_times) + len(p.redraw_times) for p in pages
+    )
     (server_cpu, server_wait), (bench_cpu, bench_wait) = (
         beside["server_sched"],
         beside["bench_sched"],
@@ -678,7 +683,10 @@ def report(args, alone: dict, beside: dict, idle: dict, sse: dict | None, loads:
         f" waited {server_wait:.0f} s for one ({server_wait / beside['seconds']:.1f} s per s: the"
         f" machine's load); this bench's own threads (its {args.clients} browsing clients and"
         f" {args.pages} pages, from their opening) ran {bench_cpu:.0f} s and waited"
-        f" {bench_wait:.0f} s.",
+        f" {bench_wait:.0f} s (requests: {requests:,}, so {bench_wait / requests * 1000:.0f} ms"
+        " each: the bench's own wait for a core is not what delays the pages).",
+        "",
+        "Targets: " + "; ".join(targets(change, p95s)) + ".",
         "",
     ]
     errors = sum(p.errors for p in pages)
@@ -713,6 +721,24 @@ def report(args, alone: dict, beside: dict, idle: dict, sse: dict | None, loads:
             " its check and its redraw: docs/decisions.md says why the pages poll instead.",
         ]
     return "\n".join(lines)
+
+
+def targets(change: float, p95s: dict) -> list[str]:
+    """Each of issue 29's targets, its figure here, and whether it is met."""
+    said = []
+    for name, figure, target, unit in (
+        ("browsing p95 beside the live pages", change, 20, " %"),
+        ("the written session's commit → screen p95", p95s.get("writer"), 2, " s"),
+        ("the dashboard's p95", p95s.get("pipeline"), 10, " s"),
+        ("the overview's p95", p95s.get("ledger"), 10, " s"),
+    ):
+        if figure is None or figure != figure:
+            said.append(f"{name}: not measured")
+            continue
+        verdict = "**met**" if figure <= target else "**not met**"
+        shown = f"{figure:+.0f}" if unit == " %" else f"{figure:.2f}"
+        said.append(f"{name} {shown}{unit} (≤ {target}{unit}): {verdict}")
+    return said
 
 
 def _ms(value: float) -> str:
