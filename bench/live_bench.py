@@ -687,7 +687,6 @@ def report(args, alone: dict, beside: dict, idle: dict, sse: dict | None, loads:
         " each: the bench's own wait for a core is not what delays the pages).",
         "",
         "Targets: " + "; ".join(targets(change, p95s)) + ".",
-        "",
     ]
     errors = sum(p.errors for p in pages)
     lines += [
