@@ -127,15 +127,21 @@ def test_a_session_traced_by_openinference_becomes_a_session_with_its_prompts(cl
     ledger = tmp_path / "ledger.sqlite3"
     run_import("otlp", traces, ledger=ledger)
     assert query(ledger, "SELECT id, label FROM sessions") == [("oi-session-1", "Привет!")]
-    turns = [t for (t,) in query(ledger, "SELECT id FROM turns ORDER BY started_at")]
-    said = query(
-        ledger, "SELECT turn_id, role, content FROM messages ORDER BY created_at, sequence"
+    # Each turn's messages in their order, the turns in the tree's order (two calls a fake
+    # server answers at once can start in the same millisecond: the times cannot order them).
+    said = {}
+    for turn, role, content in query(
+        ledger, "SELECT turn_id, role, content FROM messages ORDER BY turn_id, sequence"
+    ):
+        said.setdefault(turn, []).append((role, content))
+    ((first, second),) = query(
+        ledger, "SELECT p.id, c.id FROM turns c JOIN turns p ON p.id = c.parent_turn_id"
     )
     # The second call's input repeats the first exchange: only its new prompt is its turn's.
-    assert said == [
-        (turns[0], "user", "Привет!"), (turns[0], "assistant", "Sunny."),
-        (turns[1], "user", "Again?"), (turns[1], "assistant", "Sunny."),
-    ]  # fmt: skip
+    assert said == {
+        first: [("user", "Привет!"), ("assistant", "Sunny.")],
+        second: [("user", "Again?"), ("assistant", "Sunny.")],
+    }
     assert one(ledger, "SELECT cache_read_tokens FROM turn_usage LIMIT 1") == 4
 
 
