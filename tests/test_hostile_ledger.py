@@ -381,11 +381,6 @@ def quote_admin(pk: str) -> str:
 
 
 @HUGE
-@pytest.mark.skipif(
-    "config.getoption('--ledger-backend') == 'postgres'",
-    reason="it crawls a SQLite file of its own (a NUL id has no place in PostgreSQL): the SQLite "
-    "pass runs it",
-)
 def test_the_odd_id_ledger_is_crawled_link_by_link_and_every_download_is_named_safely(
     admin_client, odd
 ):

@@ -4,9 +4,11 @@ message "before\\x00after" was exported as "before", and a tool result holding a
 export's first read lost everything after it. Each export and download is read back here and
 must hold the whole value, the NUL written as JSON's \\u0000.
 
-A PostgreSQL ledger's text cannot hold a NUL (ledger_ship leaves such a row out), so these run
-on SQLite only; the same SQL runs on PostgreSQL in the export, download and page tests of its
-pass (tests/test_turn_and_thread.py, test_downloads.py, test_datasets.py, test_request_page.py).
+A PostgreSQL ledger's text cannot hold a NUL (ledger_ship leaves such a row out): there the
+builders skip a test whose session cannot be stored, and the request tests are listed in
+pg_ledger's NOT_RUN_ON_POSTGRES, as other values only SQLite holds. The same SQL runs on
+PostgreSQL in the export, download and page tests of its pass (tests/test_turn_and_thread.py,
+test_downloads.py, test_datasets.py, test_request_page.py).
 """
 
 import json
@@ -17,7 +19,6 @@ from builders import LEDGER_DB, T0, body_of
 from django.urls import reverse
 
 from annotations.store import Marks, save_marks
-from ledgerweb.db import is_postgres_url
 from sessions.export import HEAD_CHARS
 
 pytestmark = LEDGER_DB
@@ -33,8 +34,6 @@ ANSWER = "\x00 first, then " + "日本" * 3_000
 
 @pytest.fixture
 def nul_turn(ledger):
-    if is_postgres_url(ledger.path):
-        pytest.skip("PostgreSQL's text holds no NUL: ledger_ship leaves such a row out")
     s = ledger.session(id="S1")
     t = ledger.turn(s, id="T1")
     ledger.message(t, 1, id="M1", content=MESSAGE, created_at=T0 + 1)
@@ -124,8 +123,6 @@ def test_the_turn_panel_shows_the_text_after_a_nul(viewer_client, nul_turn):
 
 
 def test_a_request_field_holding_a_nul_downloads_whole(viewer_client, ledger):
-    if is_postgres_url(ledger.path):
-        pytest.skip("PostgreSQL's text holds no NUL: ledger_ship leaves such a row out")
     stack = "Traceback\x00" + "line é\n" * 200_000 + "end"
     ledger.request(id="R1", status="failed", error_stage="runAgent", error_message="a\x00b",
                    error_stack=stack)  # fmt: skip
@@ -144,8 +141,6 @@ def test_the_thread_page_and_its_twin_show_the_text_after_a_nul(viewer_client, n
 def test_the_request_page_shows_a_field_past_its_nul_and_offers_the_whole(
     viewer_client, ledger, monkeypatch
 ):
-    if is_postgres_url(ledger.path):
-        pytest.skip("PostgreSQL's text holds no NUL: ledger_ship leaves such a row out")
     monkeypatch.setattr("ledgerweb.downloads.PAGE_CHARS", 1_000)
     stack = "Traceback\x00" + "line é\n" * 500 + "end"
     ledger.request(id="R1", status="failed", error_stage="runAgent", error_message="bad\x00tail",
@@ -158,8 +153,6 @@ def test_the_request_page_shows_a_field_past_its_nul_and_offers_the_whole(
 
 
 def test_compare_diffs_two_answers_past_their_nul(viewer_client, ledger):
-    if is_postgres_url(ledger.path):
-        pytest.skip("PostgreSQL's text holds no NUL: ledger_ship leaves such a row out")
     s = ledger.session(id="S1")
     root = ledger.turn(s, id="T1", started_at=T0)
     for n, (turn_id, tail) in enumerate((("A1", "six friends"), ("B1", "five ponies"))):

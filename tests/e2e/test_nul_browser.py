@@ -7,8 +7,6 @@ import json
 
 import pytest
 
-from ledgerweb.db import is_postgres_url
-
 pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
 
 DESKTOP = {"width": 1280, "height": 900}
@@ -19,8 +17,6 @@ RESULT = '{"log": "start\x00' + "é" * 1_100_000 + ' the end"}'  # past a page: 
 
 @pytest.fixture
 def nul_turn(ledger):
-    if is_postgres_url(ledger.path):
-        pytest.skip("PostgreSQL's text holds no NUL: ledger_ship leaves such a row out")
     s = ledger.session(id="S1", label="NUL values")
     t = ledger.turn(s, id="T1")
     ledger.message(t, 1, id="M1", content=MESSAGE)
