@@ -17,7 +17,6 @@ in docs/benchmarks.md.
 import argparse
 import os
 import random
-import secrets
 import sqlite3
 import statistics
 import string
@@ -26,21 +25,12 @@ import sys
 import time
 from pathlib import Path
 
-from bench.inprocess import signed_in_client
+from bench.inprocess import bench_env, signed_in_client
 
 ROOT = Path(__file__).resolve().parent.parent
 LEDGER = ROOT / "var" / "bench" / "codex-ids.sqlite3"
 DJANGO_DB = ROOT / "var" / "bench" / "codex-ids-django.sqlite3"
-ENV = {
-    "DJANGO_SETTINGS_MODULE": "ledgerweb.settings",
-    "SECRET_KEY": "bench-" + secrets.token_urlsafe(16),
-    "DEBUG": "0",
-    "HTTPS": "0",
-    "ALLOWED_HOSTS": "testserver",
-    "DJANGO_DB": str(DJANGO_DB),
-    "LEDGER_DB": str(LEDGER),
-    "LOG_LEVEL": "ERROR",
-}
+ENV = bench_env(LEDGER, DJANGO_DB)
 SESSIONS, TURNS, CALLS = 1_000, 100, 10
 NUMBERED = 10  # each session's first calls, named call-1 … call-10
 T0 = 1_764_000_000_000

@@ -14,28 +14,19 @@ docs/benchmarks.md.
 import argparse
 import json
 import os
-import secrets
 import sqlite3
 import statistics
 import subprocess
-import sys
 import time
 import tracemalloc
 from pathlib import Path
 
+from bench.inprocess import bench_env, signed_in_client
+
 ROOT = Path(__file__).resolve().parent.parent
 LEDGER = ROOT / "var" / "bench" / "export.sqlite3"
 DJANGO_DB = ROOT / "var" / "bench" / "export-django.sqlite3"
-ENV = {
-    "DJANGO_SETTINGS_MODULE": "ledgerweb.settings",
-    "SECRET_KEY": "bench-" + secrets.token_urlsafe(16),
-    "DEBUG": "0",
-    "HTTPS": "0",
-    "ALLOWED_HOSTS": "testserver",
-    "DJANGO_DB": str(DJANGO_DB),
-    "LEDGER_DB": str(LEDGER),
-    "LOG_LEVEL": "ERROR",
-}
+ENV = bench_env(LEDGER, DJANGO_DB)
 DEEP_TURNS = 20_000
 T0 = 1_764_000_000_000
 HEADING = "# Benchmarks: export.json, streamed"
@@ -117,29 +108,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--write-doc", action="store_true")
     args = parser.parse_args()
-    os.environ.update(ENV)
-    sys.path.insert(0, str(ROOT))
     if not LEDGER.exists():
         build_ledger()
-    import django
-
-    django.setup()
-    from django.conf import settings
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
-    from django.test import Client
-    from django.test.utils import override_settings
-
+    client = signed_in_client(ENV)
     from tools.docfile import publish
 
-    plain = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
-    override_settings(STORAGES=settings.STORAGES | {"staticfiles": plain}).enable()
-    call_command("migrate", interactive=False, verbosity=0)
-    user, _ = get_user_model().objects.get_or_create(
-        username="bench", defaults={"is_superuser": True, "is_staff": True}
-    )
-    client = Client()
-    client.force_login(user)
     exports = {
         f"a {DEEP_TURNS:,}-turn thread": f"/sessions/DEEP/turns/D{DEEP_TURNS - 1:05d}/export.json",
         "a turn holding a 24 MB result and a 3 MB answer": "/sessions/BIG/turns/B1/export.json",

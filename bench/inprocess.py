@@ -1,10 +1,26 @@
 """Pages timed in this process (no HTTP): Django set up on a bench's ledger, a signed-in client."""
 
 import os
+import secrets
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def bench_env(ledger: Path, django_db: Path) -> dict:
+    """The environment of a bench timed in process: production settings (DEBUG off) on `ledger`,
+    with ledgerweb's own database at `django_db` and a throwaway secret."""
+    return {
+        "DJANGO_SETTINGS_MODULE": "ledgerweb.settings",
+        "SECRET_KEY": "bench-" + secrets.token_urlsafe(16),
+        "DEBUG": "0",
+        "HTTPS": "0",
+        "ALLOWED_HOSTS": "testserver",
+        "DJANGO_DB": str(django_db),
+        "LEDGER_DB": str(ledger),
+        "LOG_LEVEL": "ERROR",
+    }
 
 
 def signed_in_client(env: dict):

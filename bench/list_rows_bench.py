@@ -18,26 +18,18 @@ list's Jinja2 template, and the Python f-string builders the lists had at COMMIT
 import argparse
 import importlib.util
 import os
-import secrets
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from bench.inprocess import bench_env, signed_in_client
+
 ROOT = Path(__file__).resolve().parent.parent
 LEDGER = ROOT / "var" / "bench" / "sessions.sqlite3"
 DJANGO_DB = ROOT / "var" / "bench" / "list-rows-django.sqlite3"
-ENV = {
-    "DJANGO_SETTINGS_MODULE": "ledgerweb.settings",
-    "SECRET_KEY": "bench-" + secrets.token_urlsafe(16),
-    "DEBUG": "0",
-    "HTTPS": "0",
-    "ALLOWED_HOSTS": "testserver",
-    "DJANGO_DB": str(DJANGO_DB),
-    "LEDGER_DB": str(LEDGER),
-    "LOG_LEVEL": "ERROR",
-}
+ENV = bench_env(LEDGER, DJANGO_DB)
 PAGES = {
     "sessions": "/sessions/?status=all",
     "requests": "/pipeline/requests/",
@@ -130,31 +122,12 @@ def main() -> None:
     parser.add_argument("--fstrings-from", metavar="COMMIT")
     args = parser.parse_args()
     ensure_ledger()
-    os.environ.update(ENV)
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-    from django.conf import settings
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
-    from django.test import Client
-    from django.test.utils import override_settings
-
+    client = signed_in_client(ENV)
     from ledgerweb.sqlite import rows
     from sessions.models import Session
     from sessions.rows_html import tool_calls_html, tree_rows_html
     from sessions.turn_detail import load_turn_detail
 
-    # Plain static URLs: the manifest needs a collectstatic (~80 s); the rows use no static file.
-    plain = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}
-    override_settings(STORAGES=settings.STORAGES | {"staticfiles": plain}).enable()
-    call_command("migrate", interactive=False, verbosity=0)
-    user, _ = get_user_model().objects.get_or_create(
-        username="bench", defaults={"is_superuser": True, "is_staff": True}
-    )
-    client = Client()
-    client.force_login(user)
     for name, url in PAGES.items():
         response = client.get(url)
         assert response.status_code == 200, (url, response.status_code)
