@@ -61,7 +61,9 @@ def test_a_failing_job_is_kept_and_shown_and_the_others_still_run(
     assert "1 in a row" in page
 
 
-def test_a_job_that_has_more_to_do_takes_turns_with_the_others(scratch_jobs):
+def long_and_short_jobs(scratch_jobs, *, long_first: bool) -> list[str]:
+    """A job with three steps to do and one with one, registered; the list their steps append
+    their names to as they run."""
     calls: list[str] = []
     left = {"long": 3}
 
@@ -74,27 +76,19 @@ def test_a_job_that_has_more_to_do_takes_turns_with_the_others(scratch_jobs):
         calls.append("short")
         return jobs.Step()
 
-    scratch_jobs.register(jobs.Job("long", every_s=None, step=long))
+    scratch_jobs.register(jobs.Job("long", every_s=None, step=long, first=long_first))
     scratch_jobs.register(jobs.Job("short", every_s=None, step=short))
+    return calls
+
+
+def test_a_job_that_has_more_to_do_takes_turns_with_the_others(scratch_jobs):
+    calls = long_and_short_jobs(scratch_jobs, long_first=False)
     background("long", "short")
     assert calls == ["long", "short", "long", "long"]
 
 
 def test_a_job_that_goes_first_does_all_it_has_before_the_others_take_a_turn(scratch_jobs):
-    calls: list[str] = []
-    left = {"long": 3}
-
-    def long(**options):
-        calls.append("long")
-        left["long"] -= 1
-        return jobs.Step(f"{left['long']} left", more=left["long"] > 0)
-
-    def short(**options):
-        calls.append("short")
-        return jobs.Step()
-
-    scratch_jobs.register(jobs.Job("short", every_s=None, step=short))
-    scratch_jobs.register(jobs.Job("long", every_s=None, step=long, first=True))
+    calls = long_and_short_jobs(scratch_jobs, long_first=True)
     background("short", "long")
     assert calls == ["long", "long", "long", "short"]
 
