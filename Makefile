@@ -128,7 +128,7 @@ POSTGRES_LEDGER_TESTS = $(patsubst %,tests/test_%.py,session_list session_page t
 	import_command retention search search_index search_codex_ids otel_export otel_receiver long_value_links \
 	stage_durations annotating annotation_filters annotation_search datasets issues_inbox \
 	issue_lifecycle alerts live turn_timeline transcripts_read_well preferences review_queues \
-	roles)
+	roles tree_updates)
 # And in the browser: the walker over the demo ledger shipped into PostgreSQL by ledger_ship
 # (every page and control), and the journeys: session tree and fork, request page and live
 # pages, charts and their click-through, archiving, signing in, search (about 6 min).

@@ -187,11 +187,18 @@ class WhileUnchanged:
 
     def get(self, key, make: Callable[[], tuple[object, bool]]):
         """The result for `key`: kept, or make() → (result, worth keeping)."""
+        return self.update(key, lambda _stale: make())
+
+    def update(self, key, make: Callable[[object], tuple[object, bool]]):
+        """get(), for results that can be brought up to date rather than worked out again:
+        make(stale) is given the result kept for an older version on the same connection (None
+        when there is none), and decides itself what of it still holds."""
         connection, version = ledger_version()
         known = self._kept.get(key)
         if known and known[0] is connection and known[1] == version:
             return known[2]
-        result, keep = make()
+        stale = known[2] if known and known[0] is connection else None
+        result, keep = make(stale)
         self._kept.pop(key, None)
         if keep:
             while len(self._kept) >= self.keep:

@@ -96,8 +96,9 @@ def _common_prefix(a: str, b: str) -> int:
 def add_answers(turns: dict, chars: int = ANSWER_CHARS) -> None:
     """Each turn's answer in a line: its first assistant message, else its first tool call (name
     and the start of its parameters). One query, whatever the number of turns; a turn whose
-    answer was read already is not read again (the tree's rows ask for theirs page by page)."""
-    turns = {k: t for k, t in turns.items() if not t.answer_read}
+    answer was read already, as far, is not read again (the tree's rows ask for theirs page by
+    page, and a tree brought up to date keeps its turns' answers)."""
+    turns = {k: t for k, t in turns.items() if t.answer_read < chars}
     if not turns:
         return
     ids_sql, ids = sqlite.in_list(turns)
@@ -117,4 +118,4 @@ def add_answers(turns: dict, chars: int = ANSWER_CHARS) -> None:
             answer = f"{call_name}({' '.join(params.split())[:100]})"
         turns[turn_id].answer = answer
     for turn in turns.values():
-        turn.answer_read = True
+        turn.answer_read = chars

@@ -5,6 +5,7 @@ from dataclasses import asdict
 
 from ledgerweb.costs import cost_json
 from ledgerweb.paging import list_envelope
+from sessions.alternatives import add_answers
 from sessions.compare import Comparison, Side
 from sessions.detail import SessionTree, TurnInfo
 from sessions.kinds import RoutingKey
@@ -53,7 +54,10 @@ def session_list(filters: SessionFilters, page: SessionPage) -> dict:
 
 
 def _turn(t: TurnInfo) -> dict:
-    return asdict(t) | {
+    fields = asdict(t)
+    del fields["aggregated"]  # how the tree was read, not a fact of the turn
+    return fields | {
+        "answer_read": bool(t.answer_read),
         "duration_ms": t.duration_ms,
         "is_compaction": t.is_compaction,
         "billed": asdict(t.billed) if t.billed else None,
@@ -73,6 +77,9 @@ def session_detail(session_tree: SessionTree, number: int, page_url: Callable[[i
     pages = max(1, -(-len(rows) // JSON_PAGE_TURNS))
     number = min(number, pages)
     start = (number - 1) * JSON_PAGE_TURNS
+    # Each turn's answer, as its row's hover has it (one query for the page's turns): read here
+    # too, so that the twin says the same whichever pages were drawn before it.
+    add_answers({row.node.id: row.node.data for row in rows[start : start + JSON_PAGE_TURNS]})
     return {
         "session": _session(session_tree.session),
         "totals": session_tree.totals,

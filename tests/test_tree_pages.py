@@ -242,7 +242,9 @@ def test_paging_through_a_big_tree_reads_it_once(viewer_client, comb, small_page
 
     reads = []
     read_tree = detail._read_tree
-    monkeypatch.setattr(detail, "_read_tree", lambda s: reads.append(s.id) or read_tree(s))
+    monkeypatch.setattr(
+        detail, "_read_tree", lambda s, stale=None: reads.append(s.id) or read_tree(s, stale)
+    )
     monkeypatch.setattr(detail, "TREE_KEPT_TURNS", 10)  # the comb's 45 turns make a big tree
     monkeypatch.setattr(detail, "BIG_TREE_KEPT_TURNS", 40)  # too big to keep: read each time
     for line in (1, 8):

@@ -1,0 +1,128 @@
+"""A session being written is read again at every commit, and its tree is brought up to date
+from the one kept for the previous version (sessions/detail.py, "A session being written"): it
+must be the very tree a fresh read makes, commit after commit, whatever was written."""
+
+import re
+
+import pytest
+from builders import T0
+from pg_ledger import PostgresConnection
+
+from ledgerweb import sqlite
+from sessions import detail
+
+# The pages must see the builder's commits: no test transaction around them.
+pytestmark = pytest.mark.django_db(transaction=True, databases="__all__")
+
+ROW = re.compile(r'<a class="tree-row[^"]*" id="turn-.*?</a>', re.S)
+RUNNING_FOR = re.compile(r"<span data-running-for>[^<]*</span>")  # a clock, not a fact
+
+
+def seen(client, path: str) -> tuple[dict, list[str]]:
+    """What the session's page says: its JSON twin (every turn with its counts, prompt, answer
+    and cost, the totals) and its tree's rows as drawn."""
+    twin = client.get(path + "?format=json&unfold=all").json()
+    page = client.get(path + "?unfold=all").content.decode()
+    return twin, [RUNNING_FOR.sub("", row) for row in ROW.findall(page)]
+
+
+def differences(updated, afresh) -> str:
+    """Where two looks at a page part, for the failure's message."""
+    (twin, rows), (twin_afresh, rows_afresh) = updated, afresh
+    found = [k for k in twin if twin[k] != twin_afresh.get(k) and k != "turns"]
+    found += [
+        f"turn {a['id']}: " + ", ".join(f"{k}={a[k]!r} not {b[k]!r}" for k in a if a[k] != b[k])
+        for a, b in zip(twin["turns"], twin_afresh["turns"], strict=False)
+        if a != b
+    ]
+    found += [f"row {a} not {b}" for a, b in zip(rows, rows_afresh, strict=False) if a != b]
+    return "; ".join(found) or "the number of turns or rows"
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """The number of turns each read of a tree gathered the aggregates of."""
+    sizes = []
+    gather = detail.add_aggregates
+
+    def counting(turns, tables=None):
+        sizes.append(len(turns))
+        return gather(turns, tables)
+
+    monkeypatch.setattr(detail, "add_aggregates", counting)
+    return sizes
+
+
+def fresh_trees(monkeypatch):
+    monkeypatch.setattr(detail, "_trees", sqlite.WhileUnchanged(keep=4))
+
+
+def test_a_tree_brought_up_to_date_is_the_tree_read_afresh(
+    viewer_client, ledger, monkeypatch, counted
+):
+    s = ledger.session(id="S1")
+    turns = [ledger.turn(s, id="T1", started_at=T0)]
+    for n in range(2, 12):
+        turns.append(ledger.turn(s, parent=turns[-1], id=f"T{n}", started_at=T0 + n * 1000))
+        ledger.message(turns[-1], 1, content=f"question {n}")
+        ledger.tool_call(turns[-1], 1)
+    ledger.set_head(s, turns[0], turns[-1])
+    running = {"id": "T12", "started_at": T0 + 20_000}
+    writes = [
+        ("a new turn begins", lambda: (
+            ledger.turn(s, parent=turns[-1], id="T12", status="pending", started_at=T0 + 20_000,
+                        completed_at=None, total_tokens=None),
+            ledger.message(running, 1, content="Deploy the app"))),
+        ("it calls a tool", lambda: ledger.tool_call(running, 1, id="C12", status="pending",
+                                                    completed_at=None)),
+        ("the call fails in place", lambda: ledger.conn.execute(
+            "UPDATE tool_calls SET status = 'failed' WHERE id = 'C12'")),
+        ("the turn ends, its tokens a REAL", lambda: ledger.conn.execute(
+            "UPDATE turns SET status = 'completed', completed_at = ?, total_tokens = 1337.0"
+            " WHERE id = 'T12'", (T0 + 29_000,))),
+        ("the head moves", lambda: ledger.conn.execute(
+            "UPDATE sessions SET current_turn_id = 'T12' WHERE id = 'S1'")),
+        ("an old turn gets an earlier user message", lambda: ledger.message(
+            turns[3], 0, content="A prompt written before the first")),
+        ("an old turn's call is added", lambda: ledger.tool_call(turns[4], 2, status="failed")),
+        ("an old turn becomes a compaction", lambda: ledger.compaction(turns[5], "Summary")),
+        ("an old turn's usage is billed", lambda: ledger.usage(turns[6], calls=2, input=900,
+                                                            output=40)),
+        ("a regeneration beside an old turn", lambda: (
+            ledger.turn(s, parent=turns[6], id="T7b", started_at=turns[7]["started_at"] + 1),
+            ledger.message({"id": "T7b", "started_at": T0}, 1, content="question 8"),
+            ledger.message({"id": "T7b", "started_at": T0}, 2, role="assistant",
+                           content="Another answer"))),
+        # '' beside NULL (a PostgreSQL ledger's bigint holds no text: NULL there).
+        ("an old turn's tokens become unreadable in place", lambda: ledger.conn.execute(
+            "UPDATE turns SET total_tokens = ? WHERE id = 'T2'",
+            (None if isinstance(ledger.conn, PostgresConnection) else "",))),
+    ]  # fmt: skip
+    path = "/sessions/S1/"
+    seen(viewer_client, path)
+    for what, write in writes:
+        counted.clear()
+        write()
+        updated = seen(viewer_client, path)
+        assert counted and max(counted) < len(updated[0]["turns"]), (
+            f"{what}: the tree was read whole, not brought up to date"
+        )
+        fresh_trees(monkeypatch)
+        afresh = seen(viewer_client, path)
+        assert updated == afresh, f"{what}: not the tree a fresh read makes: " + differences(
+            updated, afresh
+        )
+
+
+def test_a_tree_is_read_whole_again_after_a_while(viewer_client, ledger, monkeypatch, counted):
+    """An edit in place of a finished turn's message (the ledger appends them, but a tool may
+    rewrite a file) shows within WHOLE_READ_EVERY_S."""
+    s = ledger.session(id="S1")
+    root = ledger.turn(s, id="T1")
+    message = ledger.message(root, 1, content="First words")
+    ledger.set_head(s, root, root)
+    assert "First words" in viewer_client.get("/sessions/S1/").content.decode()
+    ledger.conn.execute("UPDATE messages SET content = 'Edited words' WHERE id = ?",
+                        (message["id"],))  # fmt: skip
+    monkeypatch.setattr(detail, "WHOLE_READ_EVERY_S", -1.0)
+    assert "Edited words" in viewer_client.get("/sessions/S1/").content.decode()
