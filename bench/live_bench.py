@@ -18,7 +18,9 @@ requests arrive):
    dashboard), or counts the new requests (the request list). The mix: 3 session pages
    following the writer's session (--hot), 3 request lists, a dashboard and an overview; the
    others are pages nobody writes to: 5 requests left processing and sessions (the 5,000-turn
-   one among them), as most open tabs are.
+   one among them), as most open tabs are. The writer's session is first grown to --hot-turns
+   turns (3,000: an agent that has worked for hours), so that each of its pages' redraws lays
+   out and draws a big tree, as it would in the field.
 
 Measured: the browsing pages' p50/p95 in both runs (target: p95 within 20 %); the delay from a
 commit to the page showing it (the writer notes each commit's time and rowids; a page "shows" a
@@ -103,6 +105,27 @@ def write(path: Path, until: float, out: Path) -> None:
         time.sleep(max(0.0, COMMIT_EVERY_S - (time.time() - started)))
     conn.close()
     out.write_text(json.dumps(notes))
+
+
+def session_turns(path: Path, session_id: str) -> int:
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        return conn.execute("SELECT count(*) FROM turns WHERE session_id = ?",
+                            (session_id,)).fetchone()[0]  # fmt: skip
+
+
+def grow(path: Path, session_id: str, turns: int) -> None:
+    """The writer's steps without a pause until its session has `turns` turns: an agent that has
+    worked for hours, whose every redraw lays out and draws thousands of turns (a fresh copy's
+    session would start with none, and its pages would cost what a small session costs)."""
+    from demo.live_writer import LiveWriter
+
+    writer = LiveWriter(path, random.Random(2900), turns_per_session=10**9)
+    conn = sqlite3.connect(path, timeout=10, isolation_level=None)
+    while (have := session_turns(path, session_id)) < turns:
+        print(f"the writer's session: {have:,} of {turns:,} turns", file=sys.stderr)
+        for _ in range(2000):
+            writer.step(conn)
+    conn.close()
 
 
 def start_writer(seconds: float, tag: str) -> tuple[subprocess.Popen, Path, float]:
@@ -591,7 +614,9 @@ def load() -> str:
     return f"load average {one:.1f} (5 min {five:.1f}) on {os.cpu_count()} cores"
 
 
-def report(args, alone: dict, beside: dict, idle: dict, sse: dict | None, loads: str) -> str:
+def report(
+    args, alone: dict, beside: dict, idle: dict, sse: dict | None, loads: str, hot_turns: list
+) -> str:
     a, b = alone["tally"].seconds, beside["tally"].seconds
     p95a, p95b = percentile(a, 0.95) * 1000, percentile(b, 0.95) * 1000
     lines = [
@@ -599,10 +624,13 @@ def report(args, alone: dict, beside: dict, idle: dict, sse: dict | None, loads:
         "",
         f"Command: `.venv/bin/python -m bench.live_bench --seconds {args.seconds:g} --pages"
         f" {args.pages} --clients {args.clients} --hot {args.hot} --rounds {args.rounds}"
+        f" --hot-turns {args.hot_turns}"
         f"{' --old-rules' if args.old_rules else ''} --write-doc` (in `make"
         " bench`). A copy of the large bench ledger, gunicorn with 2 sync workers, a writer"
         " committing every 50 ms"
-        f" ({len(beside['notes']):,} commits in the runs with live pages). The runs with and"
+        f" ({len(beside['notes']):,} commits in the runs with live pages); the session it"
+        f" writes, which --hot pages follow, had {hot_turns[0]:,} turns when the runs began and"
+        f" {hot_turns[-1]:,} at their end (a new turn every ~12 commits). The runs with and"
         f" without live pages took turns,"
         f" {args.rounds} rounds of {args.seconds / args.rounds:g} s each. Measured at {loads}:"
         " other developers were working on the machine, so compare the two runs with each other.",
@@ -759,6 +787,8 @@ def main() -> None:
                         help="turns the runs with and without live pages take")  # fmt: skip
     parser.add_argument("--hot", type=int, default=HOT_SESSION_PAGES,
                         help="how many of the pages follow the session being written")  # fmt: skip
+    parser.add_argument("--hot-turns", type=int, default=3000,
+                        help="grow the session being written to this many turns first")  # fmt: skip
     parser.add_argument("--keep-copy", action="store_true",
                         help="reuse var/bench/live-scale.sqlite3 if it is there")  # fmt: skip
     parser.add_argument("--old-rules", action="store_true",
@@ -801,6 +831,8 @@ def main() -> None:
             "SELECT id FROM sessions WHERE routing_key = 'cursor:ledgerweb:live-demo'"
             " ORDER BY rowid DESC LIMIT 1"
         ).fetchone()
+    grow(COPY, writer_session, args.hot_turns)
+    hot_turns = [session_turns(COPY, writer_session)]
     server = start_server(env, WORKERS, BENCH / "live-gunicorn.log")
     loads = []
     try:
@@ -820,6 +852,7 @@ def main() -> None:
             tabs = pick_pages(args.pages, writer_session, args.hot)
             beside.append(browsing_run(server, part, args.clients, tabs, f"beside-{n}"))
         alone, beside = together(alone), together(beside)
+        hot_turns.append(session_turns(COPY, writer_session))
         idle = {}
         for key, with_writer in (("still", False), ("moving", True)):
             quiet = max(20.0, args.seconds / 2)
@@ -830,7 +863,8 @@ def main() -> None:
     finally:
         server.stop()
     sse = None if args.no_sse else sse_run(max(20.0, args.seconds / 2), args.pages)
-    publish(HEADING, report(args, alone, beside, idle, sse, "; ".join(loads)), args.write_doc)
+    report_text = report(args, alone, beside, idle, sse, "; ".join(loads), hot_turns)
+    publish(HEADING, report_text, args.write_doc)
 
 
 if __name__ == "__main__":
