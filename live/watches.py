@@ -24,11 +24,12 @@ from ledgerweb.paging import capped
 from live.cursor import TABLES, Cursor, digest
 from pipeline.filters import RequestFilters
 from pipeline.models import NexusRequest
+from sessions.detail import RECENT_TURNS
 
 # A session's newest turns whose statuses and tokens are watched for changes in place: a turn
 # changes while it runs, and the running ones are the newest (by rowid: the order they were
 # written, an index walk backwards on (session_id, rowid)).
-WATCHED_TURNS = 200
+WATCHED_TURNS = RECENT_TURNS  # those a session's tree reads again at each commit
 # A turn's newest messages and tool calls watched in its open panel (a call's status and end).
 WATCHED_ITEMS = 500
 # New rows listed by name in an answer (a session's new turns); more are counted up to COUNTED.

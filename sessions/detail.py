@@ -244,17 +244,27 @@ def load_tree(session: Session) -> SessionTree:
 # most of a tree's cost (a 3,000-turn session: ~30 ms instead of ~85). What only an edit in place
 # of a finished turn's messages or calls could change (the ledger appends them) is read afresh at
 # least every WHOLE_READ_EVERY_S, and whenever more than UPDATE_MAX_ROWS rows were added since.
+#
+# Of the turn rows, only those that may have changed are read again: the turns added since, the
+# kept tree's running and written-to turns, and the session's newest RECENT_TURNS (a turn changes
+# in place while it runs and just after: its tokens may come in a commit of their own). Those are
+# the turns a live page's poll watches (live/watches.py), so a page told that its session changed
+# is drawn from a tree that has the change. An older turn edited in place waits for the next
+# whole read, as the poll does not see it either.
 WHOLE_READ_EVERY_S = 30.0
 UPDATE_MAX_ROWS = 20_000
-# The tables whose new rows change a turn's aggregates, each by its turn_id column.
+RECENT_TURNS = 200
+# The tables whose new rows change a turn's aggregates, each by its turn_id column; and those
+# whose rowid marks a kept tree is read at.
 AGGREGATED = ("messages", "tool_calls", "compactions", "turn_usage")
+MARKED = ("turns", *AGGREGATED)
 
 
 def _read_tree(session: Session, stale: SessionTree | None = None) -> SessionTree:
     present = sqlite.tables_and_rowids()
     marks = _rowid_marks(present)
     kept = _kept_turns(stale, marks)
-    turns = _session_turns(session.id)
+    turns = _session_turns(session.id) if kept is None else _own_turns_now(session.id, stale, kept)
     problems: list[tree.Problem] = []
     _add_inherited_turns(session, turns, problems)
     if kept is None:
@@ -294,7 +304,7 @@ def _rowid_marks(present: dict[str, bool]) -> dict[str, int] | None:
     """The largest rowid of each table a turn's aggregates come from (one query), or None where
     they cannot be told (a PostgreSQL ledger without rowid columns). `present`: the ledger's
     tables, each with whether it has a rowid (sqlite.tables_and_rowids)."""
-    tables = [table for table in AGGREGATED if table in present]
+    tables = [table for table in MARKED if table in present]
     if not all(present[table] for table in tables):
         return None
     if not tables:
@@ -315,8 +325,8 @@ def _kept_turns(stale: SessionTree | None, marks: dict | None) -> dict[str, "Tur
     if sum(marks[t] - stale.marks[t] for t in marks) > UPDATE_MAX_ROWS:
         return None
     touched = set()
-    for table in marks:
-        if marks[table] > stale.marks[table]:
+    for table in AGGREGATED:
+        if table in marks and marks[table] > stale.marks[table]:
             touched |= {
                 turn_id
                 for (turn_id,) in sqlite.rows(
@@ -331,13 +341,44 @@ def _kept_turns(stale: SessionTree | None, marks: dict | None) -> dict[str, "Tur
     }
 
 
+def _own_turns_now(session_id: str, stale: SessionTree, kept: dict) -> dict:
+    """The session's own turns as the ledger holds them now, from the stale tree's: the rows
+    that may have changed read again (see RECENT_TURNS), the others as they were. In the order a
+    whole read gives (the order they were written), new turns last."""
+    rows = sqlite.rows(
+        f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = %s AND rowid > %s ORDER BY rowid",
+        [session_id, stale.marks["turns"]],
+    )
+    rows += sqlite.rows(
+        f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = %s ORDER BY rowid DESC LIMIT %s",
+        [session_id, RECENT_TURNS],
+    )
+    stale_own = [t for t in stale.turns.values() if not t.inherited]
+    if changed := [t.id for t in stale_own if t.id not in kept]:
+        ids_sql, ids = sqlite.in_list(changed)
+        rows += sqlite.rows(
+            f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = %s AND id IN {ids_sql}",
+            [session_id, *ids],
+        )
+    read = {row[0]: TurnInfo(*row) for row in rows}
+    turns = {}
+    for old in stale_own:
+        turn = read.pop(old.id, None) or kept.get(old.id)
+        if turn is not None:  # else no longer this session's: gone
+            turns[old.id] = turn
+    return turns | read  # what is left: the new turns, in the order they were written
+
+
 def _reuse_unchanged(turns: dict[str, "TurnInfo"], kept: dict[str, "TurnInfo"]) -> dict:
     """`turns` as just read, each replaced by its kept self when its row is the same (the same
     values of the same types: 1 and 1.0 draw differently)."""
     updated = {}
     for turn_id, turn in turns.items():
         old = kept.get(turn_id)
-        if old is not None and old.inherited == turn.inherited and _same_row(old, turn):
+        if old is not None and (
+            old is turn  # not read again (_own_turns_now)
+            or (old.inherited == turn.inherited and _same_row(old, turn))
+        ):
             # Where it differs from its siblings is worked out again for this tree's siblings.
             old.differs_at = 0
             turn = old

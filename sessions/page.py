@@ -16,9 +16,10 @@ MIN_FOLD = 8
 # A page shows a window of at most PAGE_ROWS lines of the tree (a folded stretch is one line),
 # fewer in a wide tree, whose every row draws a line per lane in use: a page stays under
 # ~PAGE_BYTES of HTML whatever the tree (a 50,000-turn session on one page was 8 MB, 39 MB
-# unfolded).
-PAGE_ROWS = 1_000
-PAGE_BYTES = 2_000_000
+# unfolded). 500 lines: ~28 screens at 1280 px, ~0.75 MB; a live page that follows a session
+# being written draws its window again at each change (a window of 1,000 was 1.5 MB a second).
+PAGE_ROWS = 500
+PAGE_BYTES = 1_000_000
 ROW_BYTES = 1_500  # a row's HTML without its gutter's lines, about (rows_html): ~600 of text
 LANE_BYTES = 50  # one lane's line in a row's gutter, about
 

@@ -60,6 +60,9 @@ def fresh_trees(monkeypatch):
 def test_a_tree_brought_up_to_date_is_the_tree_read_afresh(
     viewer_client, ledger, monkeypatch, counted
 ):
+    # Of the turn rows, the two newest are read again at each commit (and the turns written to):
+    # the others are kept as they were.
+    monkeypatch.setattr(detail, "RECENT_TURNS", 2)
     s = ledger.session(id="S1")
     turns = [ledger.turn(s, id="T1", started_at=T0)]
     for n in range(2, 12):
@@ -94,9 +97,11 @@ def test_a_tree_brought_up_to_date_is_the_tree_read_afresh(
             ledger.message({"id": "T7b", "started_at": T0}, 2, role="assistant",
                            content="Another answer"))),
         # '' beside NULL (a PostgreSQL ledger's bigint holds no text: NULL there).
-        ("an old turn's tokens become unreadable in place", lambda: ledger.conn.execute(
-            "UPDATE turns SET total_tokens = ? WHERE id = 'T2'",
+        ("a finished turn's tokens come in a commit of their own", lambda: ledger.conn.execute(
+            "UPDATE turns SET total_tokens = ? WHERE id = 'T7b'",
             (None if isinstance(ledger.conn, PostgresConnection) else "",))),
+        ("a turn's model is written as a number", lambda: ledger.conn.execute(
+            "UPDATE turns SET model = 5 WHERE id = 'T12'")),
     ]  # fmt: skip
     path = "/sessions/S1/"
     seen(viewer_client, path)
@@ -114,15 +119,25 @@ def test_a_tree_brought_up_to_date_is_the_tree_read_afresh(
         )
 
 
-def test_a_tree_is_read_whole_again_after_a_while(viewer_client, ledger, monkeypatch, counted):
-    """An edit in place of a finished turn's message (the ledger appends them, but a tool may
-    rewrite a file) shows within WHOLE_READ_EVERY_S."""
+def test_an_old_turn_edited_in_place_shows_once_the_tree_is_read_whole(viewer_client, ledger,
+                                                                       monkeypatch):  # fmt: skip
+    """What the live poll does not watch either (a finished turn's message rewritten, a turn
+    older than the newest RECENT_TURNS changed in place: the ledger appends) shows within
+    WHOLE_READ_EVERY_S, not at the next commit."""
+    monkeypatch.setattr(detail, "RECENT_TURNS", 1)
     s = ledger.session(id="S1")
-    root = ledger.turn(s, id="T1")
+    root = ledger.turn(s, id="T1", total_tokens=1337)
     message = ledger.message(root, 1, content="First words")
-    ledger.set_head(s, root, root)
-    assert "First words" in viewer_client.get("/sessions/S1/").content.decode()
+    head = ledger.turn(s, parent=root, id="T2")
+    ledger.set_head(s, root, head)
+    assert "First words" in viewer_client.get("/sessions/S1/?unfold=all").content.decode()
     ledger.conn.execute("UPDATE messages SET content = 'Edited words' WHERE id = ?",
                         (message["id"],))  # fmt: skip
+    ledger.conn.execute("UPDATE turns SET total_tokens = 4242 WHERE id = 'T1'")
+    ledger.turn(s, parent=head, id="T3")  # a commit that brings the tree up to date
+    page = viewer_client.get("/sessions/S1/?unfold=all").content.decode()
+    assert "First words" in page and 'title="1337 tokens"' in page
     monkeypatch.setattr(detail, "WHOLE_READ_EVERY_S", -1.0)
-    assert "Edited words" in viewer_client.get("/sessions/S1/").content.decode()
+    ledger.turn(s, parent={"id": "T3"}, id="T4")  # the next commit, the tree's time up
+    page = viewer_client.get("/sessions/S1/?unfold=all").content.decode()
+    assert "Edited words" in page and 'title="4242 tokens"' in page
