@@ -91,31 +91,65 @@
     if (old.hasAttribute("data-figure")) return;  // a chart: its drawing is the chart script's
     morphChildren(old, fresh);
   }
-  function morphChildren(old, fresh) {
-    var keyed = new Map(), unkeyed = [];
-    Array.from(old.childNodes).forEach(function (child) {
+  // Each child's place for matching: its key, or for a child without one (the whitespace
+  // between two rows, say) the key of the keyed child before it and how far after it. Matched
+  // by order alone, the whitespace after each row of a window that slid by one row would pair
+  // with the whitespace before it, and every row would be moved.
+  function places(parent) {
+    var last = "^", n = 0;
+    return Array.from(parent.childNodes).map(function (child) {
       var key = keyOf(child);
-      if (key && !keyed.has(key)) keyed.set(key, child); else unkeyed.push(child);
+      if (key) { last = key; n = 0; return key; }
+      return last + "/" + (n++);
     });
-    var next = 0, placed = [];
-    Array.from(fresh.childNodes).forEach(function (child) {
+  }
+  function morphChildren(old, fresh) {
+    var keyed = new Map(), byPlace = new Map(), unkeyed = [], used = new Set();
+    var oldPlaces = places(old), freshPlaces = places(fresh), oldIndex = new Map();
+    Array.from(old.childNodes).forEach(function (child, i) {
+      oldIndex.set(child, i);
+      var key = keyOf(child);
+      if (key && !keyed.has(key)) { keyed.set(key, child); return; }
+      unkeyed.push(child);
+      if (!byPlace.has(oldPlaces[i])) byPlace.set(oldPlaces[i], child);
+    });
+    // Otherwise a child without a key takes the next one of its kind, in order: after the last
+    // old child matched (an old child left at the front, taken by a child at the end, would
+    // have every child between moved).
+    var next = 0, last = -1, placed = [];
+    Array.from(fresh.childNodes).forEach(function (child, i) {
       var key = keyOf(child), match = null;
       if (key) {
         match = keyed.get(key) || null;
         if (match && sameKind(match, child)) keyed.delete(key); else match = null;
       } else {
-        while (next < unkeyed.length && !sameKind(unkeyed[next], child)) next++;
-        if (next < unkeyed.length) match = unkeyed[next++];
+        match = byPlace.get(freshPlaces[i]) || null;
+        if (match && (used.has(match) || !sameKind(match, child))) match = null;
+        while (!match && next < unkeyed.length) {
+          var candidate = unkeyed[next++];
+          if (oldIndex.get(candidate) > last && !used.has(candidate) && sameKind(candidate, child)) {
+            match = candidate;
+          }
+        }
+        if (match) used.add(match);
       }
-      if (match) { morph(match, child); placed.push(match); }
-      else placed.push(document.adoptNode(child));
+      if (match) {
+        last = Math.max(last, oldIndex.get(match));
+        morph(match, child);
+        placed.push(match);
+      } else placed.push(document.adoptNode(child));
+    });
+    // The old children that stay are removed first: a window of rows that slid by one (its
+    // first row gone) would otherwise have every row after it moved, one DOM move each.
+    var kept = new Set(placed);
+    Array.from(old.childNodes).forEach(function (child) {
+      if (!kept.has(child)) old.removeChild(child);
     });
     var at = old.firstChild;
     placed.forEach(function (node) {
       if (node === at) at = at.nextSibling;
       else old.insertBefore(node, at);
     });
-    while (at) { var after = at.nextSibling; old.removeChild(at); at = after; }
   }
 
   // The tree scrolls in its own box: the row at its top stays where it is, or, when the reader

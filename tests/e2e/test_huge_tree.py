@@ -20,7 +20,7 @@ def cursor(page):
 
 def test_j_and_k_walk_across_a_page_boundary(page, live_server, viewer, sign_in):
     sign_in("vera", next_url=f"/sessions/{WIDE}/")
-    expect(page.locator(".tree-pager-top")).to_contain_text("lines 10,102–11,101 of 11,101")
+    expect(page.locator(".tree-pager-top")).to_contain_text("lines 10,602–11,101 of 11,101")
     expect(page.locator(".tree-row.selected")).to_have_attribute("data-turn", "W49999")
 
     page.goto(f"{live_server.url}/sessions/{WIDE}/?from=10001")
@@ -29,9 +29,9 @@ def test_j_and_k_walk_across_a_page_boundary(page, live_server, viewer, sign_in)
     page.keyboard.press("k")
     expect(cursor(page)).to_have_attribute("data-turn", first_row)
 
-    page.keyboard.press("k")  # past the top: the earlier lines, the cursor on the last of them
-    expect(page).to_have_url(re.compile(r"\?from=9001$"))
-    expect(page.locator(".tree-pager-top")).to_contain_text("lines 9,001–10,000 of 11,101")
+    page.keyboard.press("k")  # past the top: the 500 lines before, the cursor on the last of them
+    expect(page).to_have_url(re.compile(r"\?from=9501$"))
+    expect(page.locator(".tree-pager-top")).to_contain_text("lines 9,501–10,000 of 11,101")
     expect(cursor(page)).to_have_count(1)
     last_row = page.locator(".tree .tree-row").last
     expect(last_row).to_have_class(re.compile(r"\bcursor\b"))

@@ -173,6 +173,38 @@ def test_new_turns_outside_the_window_are_counted_and_lead_there(
     expect(page.locator("#turn-N3")).to_have_class(re.compile("selected"))
 
 
+def test_a_window_sliding_as_the_agent_goes_on_moves_no_row(
+    page, live_server, viewer, ledger, working_session, sign_in, monkeypatch
+):
+    """Each new turn, the new head, moves the window of rows (20 lines here) down by one: the
+    rows that stay are left where they are. Moving each of them (as the merge once did) cost
+    the reader's browser a long task at every redraw, once a second, on a big session."""
+    from sessions import page as tree_pages
+
+    monkeypatch.setattr(tree_pages, "PAGE_ROWS", 20)
+    sign_in("vera", next_url="/sessions/S1/")  # the head selected, the window around it
+    expect(page.locator(".tree-row")).to_have_count(20)
+    page.evaluate(
+        """() => {
+        window.movedRows = 0;
+        const tree = document.querySelector('.tree');
+        tree.querySelectorAll('.tree-row').forEach(row => { row.wasThere = true; });
+        const moved = records => records.forEach(record => record.addedNodes.forEach(
+            node => { if (node.wasThere) window.movedRows += 1; }));
+        new MutationObserver(moved).observe(tree, {childList: true});
+    }"""
+    )
+    parent = "R"
+    for n in (1, 2, 3):
+        turn = ledger.turn(working_session, {"id": parent}, id=f"N{n}", started_at=now_ms() + n)
+        ledger.set_head(working_session, {"id": "M00"}, turn)
+        expect(page.locator(f"#turn-N{n}")).to_have_count(1, timeout=ON_SCREEN_MS + 1000)
+        parent = turn["id"]
+    expect(page.locator(".tree-row.selected")).to_have_attribute("data-turn", "N3")
+    expect(page.locator(".tree-row")).to_have_count(20)
+    assert page.evaluate("window.movedRows") == 0
+
+
 def test_pause_holds_the_page_still_and_resume_catches_up_once(
     page, live_server, viewer, ledger, working_session, sign_in
 ):
