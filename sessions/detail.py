@@ -277,7 +277,9 @@ def _read_tree(session: Session, stale: SessionTree | None = None) -> SessionTre
 
     head = session.current_turn_id
     nodes = [tree.Node(t.id, t.parent_turn_id, t.started_at, t) for t in turns.values()]
-    layout = tree.layout(nodes, head_id=head)
+    # An agent going on from its head: its new turns are appended to the kept layout.
+    extended = kept is not None and tree.extended(stale.layout, nodes, head)
+    layout = extended or tree.layout(nodes, head_id=head)
     problems += layout.problems
     problems += _structure_problems(session, turns, layout)
     related = _related(session)

@@ -7,7 +7,7 @@ why.
 """
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
@@ -210,6 +210,54 @@ def _free_lane(lanes: list[str | None]) -> int:
             return i
     lanes.append("reserved")
     return len(lanes) - 1
+
+
+def extended(previous: Layout, nodes: list[Node], head_id: str | None) -> Layout | None:
+    """layout(nodes, head_id), worked out from `previous` when `nodes` are its nodes (the same
+    parents and start times, their data maybe new) and, at most, a straight line of new ones
+    going on from its head, which is then its last row: an agent at work, whose session is laid
+    out again at every commit. None otherwise: the caller lays them out afresh. The rows of
+    unchanged nodes are `previous`'s own."""
+    rows = previous.rows
+    if previous.problems or not rows or not rows[-1].is_head or rows[-1].has_children:
+        return None
+    by_id, new, renewed, orphaned = previous.by_id, {}, {}, set()
+    for node in nodes:
+        row = by_id.get(node.id)
+        if row is None:
+            if node.parent_id in new:
+                return None  # two new turns under one: a branch
+            new[node.parent_id] = node
+            continue
+        old = row.node
+        if old.parent_id != node.parent_id or _sort_key(old) != _sort_key(node):
+            return None
+        if row.is_root and node.parent_id is not None:
+            orphaned.add(node.parent_id)  # a root whose parent is not in the tree (yet)
+        if old.data is not node.data:
+            renewed[row.index] = node
+    ids = {node.id for node in nodes}
+    if len(ids) != len(nodes) or len(ids) != len(rows) + len(new):
+        return None  # a turn gone, or an id twice
+    line, tip = [], rows[-1].node.id
+    while tip in new:
+        line.append(new.pop(tip))
+        tip = line[-1].id
+    if new or orphaned & {node.id for node in line} or head_id != tip:
+        return None  # new turns elsewhere, a turn's missing parent arrived, the head moved away
+    out = list(rows)
+    for index, node in renewed.items():
+        out[index] = replace(out[index], node=node)
+    if line:
+        out[-1] = replace(out[-1], has_children=True, child_ids=[line[0].id], is_head=False)
+    for n, node in enumerate(line):
+        parent, last = out[-1], n == len(line) - 1
+        # A last child carries its parent's line on: its lane, and the lanes passing it by.
+        out.append(Row(node=node, index=len(out), depth=parent.depth + 1, lane=parent.lane,
+                       parent_lane=parent.lane, passing=parent.passing, has_children=not last,
+                       child_ids=[] if last else [line[n + 1].id], is_root=False, is_head=last,
+                       on_head_path=True))  # fmt: skip
+    return Layout(out, previous.lane_count, [], {row.node.id: row for row in out})
 
 
 def fold_straight_runs(layout: Layout, keep: set[str], min_run: int = 8) -> list[Row | Fold]:

@@ -1,7 +1,7 @@
 """The turn tree layout: pure functions, tested without a database."""
 
 from sessions.gutter import Gutters, gutter_for
-from sessions.tree import Fold, Node, fold_straight_runs, layout
+from sessions.tree import Fold, Node, extended, fold_straight_runs, layout
 
 
 def tree(*edges, head=None):
@@ -147,3 +147,77 @@ def test_rows_of_one_shape_share_a_gutter_and_a_fold_keeps_its_dashed_line():
     fold = next(i for i in fold_straight_runs(straight, keep=set()) if isinstance(i, Fold))
     assert [s.dashed for s in gutters.of(fold).strokes] == [True]
     assert gutters.of(fold) == gutter_for(fold, straight.lane_count)
+
+
+# -- Laying out a tree again after a commit (tree.extended) ---------------------------------------
+
+
+def _row_facts(layout):
+    rows = [
+        (r.node.id, r.node.parent_id, r.node.started_at, id(r.node.data), r.index, r.depth, r.lane,
+         r.parent_lane, r.passing, r.has_children, r.child_ids, r.is_root, r.is_head,
+         r.on_head_path)
+        for r in layout.rows
+    ]  # fmt: skip
+    return rows, layout.lane_count, layout.problems, {k: v.index for k, v in layout.by_id.items()}
+
+
+def test_a_tree_extended_is_the_tree_laid_out_afresh():
+    """Random growth of a tree, step by step, as an agent writes it: a line of turns under the
+    head (laid out from the previous layout), a regeneration or a branch somewhere, a turn's
+    data changing in place, the head moving back. Every layout `extended` makes is the one
+    `layout` makes; and it makes one for every step that only goes on from the head."""
+    import random
+
+    rng = random.Random(29)
+    for _ in range(40):
+        nodes = {"R": Node("R", None, 0, object())}
+        head, previous, extended_count = "R", layout(nodes.values(), "R"), 0
+        for step in range(60):
+            kind = rng.choice(["line", "line", "line", "data", "branch", "head", "nothing"])
+            if kind == "line":
+                for _ in range(rng.randint(1, 3)):
+                    new = Node(f"N{step}-{len(nodes)}", head, len(nodes), object())
+                    nodes[new.id] = new
+                    head = new.id
+            elif kind == "data":
+                turn_id = rng.choice(list(nodes))
+                old = nodes[turn_id]
+                nodes[turn_id] = Node(old.id, old.parent_id, old.started_at, object())
+            elif kind == "branch":
+                parent = rng.choice(list(nodes))
+                new = Node(f"B{step}", parent, rng.choice([len(nodes), -1, "x"]), object())
+                nodes[new.id] = new
+            elif kind == "head":
+                head = rng.choice(list(nodes))
+            listed = list(nodes.values())
+            fresh = layout(listed, head)
+            made = extended(previous, listed, head)
+            if made is not None:
+                extended_count += 1
+                assert _row_facts(made) == _row_facts(fresh), f"step {step}: {kind}"
+            elif (
+                kind in ("line", "data", "nothing")
+                and previous.rows[-1].is_head
+                and not (previous.problems or previous.rows[-1].has_children)
+            ):
+                raise AssertionError(f"step {step}: a {kind} step was laid out afresh")
+            previous = made or fresh
+        assert extended_count > 0
+
+
+def test_a_tree_is_not_extended_where_its_shape_changed():
+    a = Node("A", None, 0, "a")
+    b = Node("B", "A", 1, "b")
+    previous = layout([a, b], "B")
+    c = Node("C", "B", 2, "c")
+    assert extended(previous, [a, b, c], "C") is not None
+    assert extended(previous, [a, b, c], "B") is None  # the head did not go on
+    assert extended(previous, [a, b, Node("C", "A", 2, "c")], "C") is None  # a branch
+    assert extended(previous, [a, Node("B", "A", 5, "b")], "B") is None  # started moved
+    assert extended(previous, [a], "A") is None  # a turn gone
+    orphan = layout([a, Node("O", "P", 3, "o"), b], "B")
+    assert orphan.rows[-1].node.id == "B"
+    # The orphan's missing parent arrives under the head: the orphan hangs under it now.
+    arrived = [a, Node("O", "P", 3, "o"), b, Node("P", "B", 4, "p")]
+    assert extended(orphan, arrived, "P") is None

@@ -91,6 +91,9 @@ def test_a_tree_brought_up_to_date_is_the_tree_read_afresh(
         ("an old turn becomes a compaction", lambda: ledger.compaction(turns[5], "Summary")),
         ("an old turn's usage is billed", lambda: ledger.usage(turns[6], calls=2, input=900,
                                                             output=40)),
+        ("the agent goes on from its head", lambda: (
+            ledger.turn(s, parent=running, id="T13", started_at=T0 + 40_000),
+            ledger.conn.execute("UPDATE sessions SET current_turn_id = 'T13' WHERE id = 'S1'"))),
         ("a regeneration beside an old turn", lambda: (
             ledger.turn(s, parent=turns[6], id="T7b", started_at=turns[7]["started_at"] + 1),
             ledger.message({"id": "T7b", "started_at": T0}, 1, content="question 8"),
@@ -101,8 +104,13 @@ def test_a_tree_brought_up_to_date_is_the_tree_read_afresh(
             "UPDATE turns SET total_tokens = ? WHERE id = 'T7b'",
             (None if isinstance(ledger.conn, PostgresConnection) else "",))),
         ("a turn's model is written as a number", lambda: ledger.conn.execute(
-            "UPDATE turns SET model = 5 WHERE id = 'T12'")),
+            "UPDATE turns SET model = 5 WHERE id = 'T7b'")),
     ]  # fmt: skip
+    extended = []
+    extend = detail.tree.extended
+    monkeypatch.setattr(
+        detail.tree, "extended", lambda *a: extended.append(extend(*a)) or extended[-1]
+    )
     path = "/sessions/S1/"
     seen(viewer_client, path)
     for what, write in writes:
@@ -117,6 +125,7 @@ def test_a_tree_brought_up_to_date_is_the_tree_read_afresh(
         assert updated == afresh, f"{what}: not the tree a fresh read makes: " + differences(
             updated, afresh
         )
+    assert any(extended), "no layout was worked out from the kept one"
 
 
 def test_an_old_turn_edited_in_place_shows_once_the_tree_is_read_whole(viewer_client, ledger,
