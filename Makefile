@@ -163,8 +163,8 @@ soak: setup
 # session pages with 10,000 annotations and a 100,000-record dataset export (~12 minutes). And the
 # failure inbox and the alert rules' CPU on the scale ledger (bench/issues_bench.py; its hourly
 # summaries built once into a database of its own, ~15 minutes the first time). Last, 50 live
-# pages beside 8 browsing clients on a copy of the scale ledger written every 50 ms
-# (bench/live_bench.py, ~8 minutes with the copy).
+# pages beside 8 browsing clients on a copy of the scale ledger written every 50 ms, the session
+# it writes first grown to 3,000 turns (bench/live_bench.py, ~8 minutes with the copy).
 bench: $(VENV)/.installed-bench postgres
 	$(PY) -m bench.scale_bench --write-doc $(BENCH_ARGS)
 	$(PY) -m bench.scale_bench --write-doc --scale-50 $(BENCH_ARGS)
