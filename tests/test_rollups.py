@@ -478,3 +478,58 @@ def test_stored_hours_too_big_to_re_read_in_time_do_not_break_the_charts(
     monkeypatch.setattr(rollups, "content_checksums", too_slow)
     rollups._plans._kept.clear()
     assert every_chart(viewer_client, WINDOW) == live
+
+
+@changing
+def test_a_census_kept_up_to_date_is_the_census_taken_whole(ledger, monkeypatch):
+    """A live dashboard or overview plans its charts every few seconds while the ledger moves.
+    Between whole censuses a worker adds the rows written since to the census it kept: after
+    every kind of write its figures are a whole census's, hour for hour; a row deleted or
+    replaced, or the time limit passing, makes it whole again."""
+    since, until = T0, T0 + 6 * H
+    taken_whole = []
+    whole_census = rollups._whole_census
+    monkeypatch.setattr(
+        rollups, "_whole_census", lambda *a: taken_whole.append(a) or whole_census(*a)
+    )
+
+    def census_is_right(whole: bool) -> None:
+        before = len(taken_whole)
+        kept = rollups.census(since, until)
+        truth = whole_census(since, until)
+        assert {h: json.loads(f) for h, f in kept.items()} == {
+            h: json.loads(f) for h, f in truth.items()
+        }
+        assert list(kept) == sorted(kept)
+        assert (len(taken_whole) > before) == whole
+
+    ledger.request(started_at=T0 + H + 5)
+    census_is_right(whole=True)
+    for started_at in (
+        T0 + H + 9,  # an hour it holds
+        T0 + 4 * H,  # an hour it did not hold, on its first millisecond
+        T0 + 2 * H + 0.5,  # REAL in an INTEGER column
+        until - 0.5,  # the last moment inside
+        until,  # outside: the census ends there
+        since - 1,  # outside, before
+        "2026-11-27T08:00:00Z",  # text: no hour's
+        T0 + 3 * H + 1e-3,
+    ):
+        ledger.request(started_at=started_at)
+        census_is_right(whole=False)
+    for _ in range(3):  # several rows in one commit, one of them replacing another
+        ledger.request(started_at=T0 + 5 * H + 7)
+    census_is_right(whole=False)
+
+    first = "(SELECT min(rowid) FROM nexus_requests)"
+    ledger.conn.execute(f"DELETE FROM nexus_requests WHERE rowid = {first}")
+    census_is_right(whole=True)
+    ledger.conn.execute(
+        f"INSERT OR REPLACE INTO nexus_requests SELECT * FROM nexus_requests WHERE rowid = {first}"
+    )  # a REPLACE: the row deleted, then written again under a new rowid
+    census_is_right(whole=True)
+    ledger.request(started_at=T0 + 5 * H + 8)
+    census_is_right(whole=False)
+    monkeypatch.setattr(rollups, "CENSUS_WHOLE_EVERY_S", -1)  # its time is up
+    ledger.request(started_at=T0 + 5 * H + 9)
+    census_is_right(whole=True)
