@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 from django.db.models import Count, Q
+from django.db.models.expressions import RawSQL
 
 from annotations.models import Annotation, Label, Preference, Visit
 from ledgerfacts.timestamps import now_ms
+from ledgerweb.sqlite import in_list
 
 # Labels offered as choices ("the ones in use"): the most used first, this many.
 LABELS_OFFERED = 200
@@ -197,7 +199,7 @@ def _summaries(key: str, ids: list[str]) -> dict[str, Summary]:
         return {}
     found: dict[str, Summary] = defaultdict(Summary)
     rows = (
-        Annotation.objects.filter(**{f"{key}__in": ids})
+        Annotation.objects.filter(**{f"{key}__in": _one_parameter(ids)})
         .values(key, "thumb", "score")
         .annotate(n=Count("id"), notes=Count("id", filter=~Q(note="")))
         .order_by()
@@ -205,7 +207,7 @@ def _summaries(key: str, ids: list[str]) -> dict[str, Summary]:
     for row in rows:
         _count(found[row[key]], row)
     labels = (
-        Label.objects.filter(**{f"annotation__{key}__in": ids})
+        Label.objects.filter(**{f"annotation__{key}__in": _one_parameter(ids)})
         .values(f"annotation__{key}", "name")
         .annotate(n=Count("id"))
         .order_by()
@@ -213,6 +215,14 @@ def _summaries(key: str, ids: list[str]) -> dict[str, Summary]:
     for row in labels:
         found[row[f"annotation__{key}"]].labels[row["name"]] += row["n"]
     return {k: v for k, v in found.items() if not v.is_empty}
+
+
+def _one_parameter(ids: list[str]) -> RawSQL:
+    """`ids` for an `__in` filter as one bound parameter (sqlite.in_list): the ORM prepares each
+    value of a list on its own, ~1 ms for the 500 turns of a page that a live page redraws
+    every second."""
+    sql, params = in_list(ids, alias="default")
+    return RawSQL(sql.removeprefix("(").removesuffix(")"), params)  # RawSQL adds its own
 
 
 def _count(summary: Summary, row: dict) -> None:
@@ -418,7 +428,7 @@ def visited_turns(user, session_id: str, turn_ids: Iterable[str]) -> set[str]:
     ids = list(turn_ids)
     if not ids:
         return set()
-    found = Visit.objects.filter(user=user, session_id=session_id, turn_id__in=ids)
+    found = Visit.objects.filter(user=user, session_id=session_id, turn_id__in=_one_parameter(ids))
     return set(found.values_list("turn_id", flat=True))
 
 

@@ -52,14 +52,33 @@ def sibling_groups(layout: tree.Layout) -> list[list[tree.Row]]:
     return groups
 
 
-def alternatives_of(layout: tree.Layout) -> dict[str, Alternative]:
+def alternatives_of(
+    layout: tree.Layout,
+    kept: dict[str, Alternative] | None = None,
+    kept_turns: dict | None = None,
+) -> dict[str, Alternative]:
     """Every turn that has siblings, with its place among them. Reads the answers of those turns
-    (one query), so that siblings sharing a prompt can show what differs."""
+    (one query), so that siblings sharing a prompt can show what differs.
+
+    `kept` and `kept_turns`: the alternatives and turns of the tree this one brings up to date
+    (sessions/detail.py, at each commit). A group whose turns are all kept (the same objects:
+    their rows unchanged) in the same places keeps its alternatives, and its turns the place
+    each differs at: only groups that changed are worked out again."""
+    kept, kept_turns = kept or {}, kept_turns or {}
     groups = sibling_groups(layout)
-    turns = {row.node.id: row.node.data for group in groups for row in group}
+    unchanged = [_unchanged(group, kept, kept_turns) for group in groups]
+    turns = {
+        row.node.id: row.node.data
+        for group, same in zip(groups, unchanged, strict=True)
+        if not same
+        for row in group
+    }
     add_answers(turns, SIBLING_ANSWER_CHARS)
     found = {}
-    for group in groups:
+    for group, same in zip(groups, unchanged, strict=True):
+        if same:
+            found.update((row.node.id, kept[row.node.id]) for row in group)
+            continue
         prompts = Counter(row.node.data.preview for row in group)  # linear: groups can be huge
         shown = []
         for position, row in enumerate(group, start=1):
@@ -68,7 +87,20 @@ def alternatives_of(layout: tree.Layout) -> dict[str, Alternative]:
             shown.append(row.node.data.answer if shared else row.node.data.preview)
         for row, at in zip(group, where_they_differ(shown), strict=True):
             row.node.data.differs_at = at
-    return found
+    return found  # a turn's differs_at counts only where it has an alternative (rows_html)
+
+
+def _unchanged(group: list[tree.Row], kept: dict[str, Alternative], kept_turns: dict) -> bool:
+    count = len(group)
+    for position, row in enumerate(group, start=1):
+        alt = kept.get(row.node.id)
+        if (
+            alt is None
+            or kept_turns.get(row.node.id) is not row.node.data
+            or (alt.position, alt.count, alt.on_head_path) != (position, count, row.on_head_path)
+        ):
+            return False
+    return True
 
 
 def where_they_differ(texts: list[str]) -> list[int]:

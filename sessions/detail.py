@@ -2,7 +2,7 @@
 
 import operator
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from django.conf import settings
@@ -147,6 +147,8 @@ class SessionTree:
     # The rowid marks it was read at (_rowid_marks), and when it was last read whole.
     marks: dict | None = None
     read_whole_at: float = 0.0
+    # The sums of its own turns' _tally, once its totals were worked out.
+    tallies: list[int] | None = None
 
     @property
     def routing(self) -> RoutingKey:
@@ -157,27 +159,72 @@ class SessionTree:
         return [t for t in self.turns.values() if not t.inherited]
 
     # Kept with the tree (which is kept while the ledger is unchanged): a 50,000-turn session's
-    # totals are ~0.3 s of Python, asked for twice a page.
+    # totals are ~0.3 s of Python, asked for twice a page. A tree brought up to date at a commit
+    # has them from the kept tree's (brought_up_to_date), not from a pass over every turn.
     @cached_property
     def totals(self) -> dict[str, int]:
         own = self.own_turns
+        if self.tallies is None:
+            self.tallies = [sum(column) for column in zip(*map(_tally, own), strict=True)]
+        tokens, unreadable, with_tokens, tool_calls, failed, compactions = self.tallies or [0] * 6
         return {
             "turns": len(own),
             # A fork's tree also shows the origin's turns it continues: own + inherited = rows.
             "inherited": len(self.turns) - len(own),
             "branches": branch_count(own),
-            **token_totals(own),
+            "tokens": tokens,
+            "unreadable_token_counts": unreadable,
             # Turns with a token count: with none, the session's tokens are unknown, not 0.
-            "turns_with_tokens": sum(1 for t in own if readable_count(t.total_tokens)),
-            "tool_calls": sum(t.tool_calls for t in own),
-            "failed_turns": sum(1 for t in own if t.status == FAILED),
-            "compactions": sum(1 for t in own if t.is_compaction),
+            "turns_with_tokens": with_tokens,
+            "tool_calls": tool_calls,
+            "failed_turns": failed,
+            "compactions": compactions,
         }
 
     @cached_property
     def cost(self) -> CostSum:
         """What the session's own turns cost (inherited ones are the origin's)."""
         return sum_costs(self.own_turns)
+
+    def brought_up_to_date(self, stale: "SessionTree") -> None:
+        """Take the totals and cost of `stale` (the tree this one brings up to date), where it
+        worked them out, with only the own turns that are not its own (the same objects: their
+        rows unchanged) taken out or added."""
+        own = self.own_turns
+        stale_own = stale.own_turns
+        now_ids, stale_ids = set(map(id, own)), set(map(id, stale_own))
+        gone = [t for t in stale_own if id(t) not in now_ids]
+        new = [t for t in own if id(t) not in stale_ids]
+        if stale.tallies is not None:
+            tallies = stale.tallies or [0] * 6
+            for turns, sign in ((gone, -1), (new, 1)):
+                for tally in map(_tally, turns):
+                    tallies = [a + sign * b for a, b in zip(tallies, tally, strict=True)]
+            self.tallies = tallies
+        if "cost" in vars(stale) and not any(t.cost and not t.cost.priced for t in gone):
+            # An unpriced model is counted in a set, which cannot be taken from: such a turn
+            # gone (rare: an edit in place) makes the sum be worked out afresh.
+            cost = replace(stale.cost, unpriced_models=set(stale.cost.unpriced_models))
+            for turn in gone:
+                if turn.cost is not None:
+                    cost.amount -= turn.cost.amount
+                    cost.priced -= 1
+                    cost.estimated -= 1 if turn.cost.estimated else 0
+            for turn in new:
+                cost.add(turn.cost)
+            self.cost = cost
+
+
+def _tally(turn: TurnInfo) -> tuple[int, int, int, int, int, int]:
+    """What one own turn adds to a session's totals."""
+    return (
+        token_count(turn.total_tokens),
+        unreadable_count(turn.total_tokens),
+        1 if readable_count(turn.total_tokens) else 0,
+        turn.tool_calls,
+        1 if turn.status == FAILED else 0,
+        1 if turn.is_compaction else 0,
+    )
 
 
 def branch_count(own: list[TurnInfo]) -> int:
@@ -289,18 +336,21 @@ def _read_tree(session: Session, stale: SessionTree | None = None) -> SessionTre
         turn_id: made for turn_id, made in forks_by_point(forks).items() if turn_id in turns
     }
     fork_point = fork_point_of(session) if RoutingKey(session.routing_key).kind == FORK else None
-    return SessionTree(
+    session_tree = SessionTree(
         session,
         turns,
         layout,
         related,
         problems,
-        alternatives_of(layout),
+        alternatives_of(layout, *((stale.alternatives, stale.turns) if kept is not None else ())),
         forks_at,
         fork_point,
         marks=marks,
         read_whole_at=read_whole_at,
     )
+    if kept is not None:
+        session_tree.brought_up_to_date(stale)
+    return session_tree
 
 
 def _rowid_marks(present: dict[str, bool]) -> dict[str, int] | None:
@@ -382,9 +432,7 @@ def _reuse_unchanged(turns: dict[str, "TurnInfo"], kept: dict[str, "TurnInfo"]) 
             old is turn  # not read again (_own_turns_now)
             or (old.inherited == turn.inherited and _same_row(old, turn))
         ):
-            # Where it differs from its siblings is worked out again for this tree's siblings.
-            old.differs_at = 0
-            turn = old
+            turn = old  # where it differs from its siblings is kept too (alternatives_of)
         updated[turn_id] = turn
     return updated
 

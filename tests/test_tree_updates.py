@@ -105,6 +105,15 @@ def test_a_tree_brought_up_to_date_is_the_tree_read_afresh(
             (None if isinstance(ledger.conn, PostgresConnection) else "",))),
         ("a turn's model is written as a number", lambda: ledger.conn.execute(
             "UPDATE turns SET model = 5 WHERE id = 'T7b'")),
+        ("another regeneration begins, its prompt not yet written", lambda: ledger.turn(
+            s, parent=turns[6], id="T7c", status="pending", completed_at=None, total_tokens=None,
+            started_at=turns[7]["started_at"] + 2)),
+        ("its prompt is written: the same as its siblings'", lambda: ledger.message(
+            {"id": "T7c", "started_at": T0}, 1, content="question 8")),
+        ("its answer is written", lambda: ledger.message(
+            {"id": "T7c", "started_at": T0}, 2, role="assistant", content="A longer answer")),
+        ("it moves under another turn: two siblings left where three were", lambda: (
+            ledger.conn.execute("UPDATE turns SET parent_turn_id = 'T2' WHERE id = 'T7c'"))),
     ]  # fmt: skip
     extended = []
     extend = detail.tree.extended
