@@ -333,18 +333,20 @@ def _marked_turns(session_tree: SessionTree) -> dict[str, tuple[str, ...]]:
         forks.add(session_tree.fork_point)
     marked: dict[str, tuple[str, ...]] = {}
     for turn in session_tree.turns.values():
-        kinds = tuple(
-            kind
-            for kind, applies in (
-                ("failed", turn.status == "failed"),
-                ("compaction", turn.is_compaction),
-                ("fork", turn.id in forks),
-                ("costly", turn.id in costly),
+        # Most turns have no mark: four tests, and a tuple only for those that have one.
+        failed, compaction = turn.status == "failed", turn.is_compaction
+        fork, costly_turn = turn.id in forks, turn.id in costly
+        if failed or compaction or fork or costly_turn:
+            marked[turn.id] = tuple(
+                kind
+                for kind, applies in (
+                    ("failed", failed),
+                    ("compaction", compaction),
+                    ("fork", fork),
+                    ("costly", costly_turn),
+                )
+                if applies
             )
-            if applies
-        )
-        if kinds:
-            marked[turn.id] = kinds
     return marked
 
 

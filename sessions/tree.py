@@ -230,7 +230,9 @@ def extended(previous: Layout, nodes: list[Node], head_id: str | None) -> Layout
             new[node.parent_id] = node
             continue
         old = row.node
-        if old.parent_id != node.parent_id or _sort_key(old) != _sort_key(node):
+        if old.parent_id != node.parent_id or (
+            old.started_at != node.started_at and _sort_key(old) != _sort_key(node)
+        ):
             return None
         if row.is_root and node.parent_id is not None:
             orphaned.add(node.parent_id)  # a root whose parent is not in the tree (yet)
