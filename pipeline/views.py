@@ -9,7 +9,7 @@ from background import lock as background
 from background.runner import status_of as background_status
 from ledgerweb import downloads
 from ledgerweb.http import respond, wants_json
-from ledgerweb.params import answers_bad_parameters, choice, cursor, strict
+from ledgerweb.params import BadParameter, answers_bad_parameters, choice, cursor, strict
 from ledgerweb.sqlite import LedgerQueryTimeout
 from pipeline import charts, json_twins
 from pipeline.detail import LONG_FIELDS, load_request, similar_query
@@ -170,6 +170,34 @@ def chart(request: HttpRequest, chart: str) -> HttpResponse:
         page=lambda: _chart_card(request, chart, filters),
         # A twin that runs out of time raises: the middleware answers JSON clients.
         twin=lambda: _chart_data(chart, filters),
+    )
+
+
+@require_GET
+@answers_bad_parameters
+def charts_at_once(request: HttpRequest) -> HttpResponse:
+    """Several charts' cards in one answer (?chart=…, repeated), each in a
+    <div data-live-chart="slug">: what a live dashboard redraws every few seconds
+    (static/js/live.js). One request reads one snapshot of the ledger, so its charts share one
+    plan (its census and processing counts, pipeline/rollups.py) where a request per chart, each
+    at another version of a ledger being written, made one each."""
+    slugs = list(dict.fromkeys(request.GET.getlist("chart")))
+    unknown = [slug for slug in slugs if slug not in charts.CHARTS]
+    if unknown or not slugs:
+        known = ", ".join(charts.CHARTS)
+        raise BadParameter("chart", unknown[0] if unknown else "", f"name charts among {known}")
+    filters = charts.DashboardFilters.from_query(request.GET)
+    return respond(
+        request,
+        page=lambda: HttpResponse(
+            "".join(
+                f'<div data-live-chart="{slug}">'
+                + _chart_card(request, slug, filters).content.decode()
+                + "</div>"
+                for slug in slugs
+            )
+        ),
+        twin=lambda: {slug: _chart_data(slug, filters) for slug in slugs},
     )
 
 

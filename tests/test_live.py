@@ -218,6 +218,53 @@ def test_the_dashboard_and_the_overview_follow_new_and_ending_requests(viewer_cl
     assert poll(viewer_client, dashboard)["changed"] is False  # the charts do not
 
 
+def test_a_live_dashboard_redraws_its_charts_in_one_request_on_one_plan(
+    viewer_client, ledger, monkeypatch
+):
+    """static/js/live.js asks for every card of the dashboard at once: each is the card its own
+    address draws, and the charts share one plan (one census, one count of processing rows)
+    where a request per chart made one each."""
+    from ledgerfacts.timestamps import now_ms
+    from pipeline import rollups
+    from pipeline.charts import CHARTS
+
+    for minutes in (90, 30, 3):
+        ledger.request(started_at=now_ms() - minutes * 60_000, status="failed",
+                       error_stage="runAgent", error_message="timeout")  # fmt: skip
+    page = viewer_client.get("/pipeline/?window=24h").content.decode()
+    url = unescape(re.search(r'data-charts-url="([^"]+)"', page)[1])
+    slugs = re.findall(r'class="card chart-card" id="chart-[^"]+" data-chart="([^"]+)"', page)
+    assert slugs == list(CHARTS)
+    counted = []
+    processing_counts = rollups.processing_counts
+    monkeypatch.setattr(rollups, "processing_counts",
+                        lambda *a: counted.append(a) or processing_counts(*a))  # fmt: skip
+    monkeypatch.setattr(rollups, "_plans", rollups.sqlite.WhileUnchanged(keep=64))
+    htmx = {"HX-Request": "true"}
+    every_chart = "".join(f"&chart={slug}" for slug in slugs)
+    assert viewer_client.get(url + every_chart, headers=htmx).status_code == 200
+    assert len(counted) == 1
+    # A window that does not end now, so that two requests draw the same links.
+    window = f"since={now_ms() - 86_400_000}&until={now_ms() + 60_000}"
+    together = viewer_client.get(
+        f"/pipeline/charts/?{window}{every_chart}", headers=htmx
+    ).content.decode()
+    parts = dict(re.findall(r'<div data-live-chart="([^"]+)">(.*?)</div>(?=<div data-live|$)',
+                            together, re.S))  # fmt: skip
+    assert list(parts) == slugs
+    for slug in slugs:
+        alone = viewer_client.get(f"/pipeline/charts/{slug}/?{window}", headers=htmx)
+        assert parts[slug] == alone.content.decode(), slug
+    assert "timeout" in parts["failures"]  # the failures' signature is listed
+
+    twin = viewer_client.get(url + "&chart=throughput&chart=failures&format=json").json()
+    assert sum(b["total"] for b in twin["throughput"]["buckets"]) == 3
+    for bad in ("&chart=nope", ""):
+        refused = viewer_client.get(url + bad)
+        assert refused.status_code == 400
+        assert "name charts among throughput" in refused.content.decode()
+
+
 # -- A running turn -----------------------------------------------------------------------------
 
 

@@ -486,7 +486,7 @@ def test_a_census_kept_up_to_date_is_the_census_taken_whole(ledger, monkeypatch)
     Between whole censuses a worker adds the rows written since to the census it kept: after
     every kind of write its figures are a whole census's, hour for hour; a row deleted or
     replaced, or the time limit passing, makes it whole again."""
-    since, until = T0, T0 + 6 * H
+    since, until = T0, T0 + rollups.CENSUS_KEPT_FROM_HOURS * H
     taken_whole = []
     whole_census = rollups._whole_census
     monkeypatch.setattr(

@@ -45,6 +45,11 @@ URLS = {
     "sessions:remove_annotation": ("/sessions/S1/annotations/1/remove/", 405),
     "pipeline:dashboard": (f"/pipeline/?since={T0 - 3_600_000}&until={T0 + 3_600_000}", 200),
     "pipeline:chart": ("", 200),  # every chart: see CHART_URLS
+    # What a live dashboard redraws: its charts at once (test_live.py).
+    "pipeline:charts": (
+        f"/pipeline/charts/?since={T0 - 3_600_000}&until={T0 + 3_600_000}&chart=throughput",
+        200,
+    ),
     "pipeline:requests": ("/pipeline/requests/?status=failed", 200),
     "pipeline:request": ("/pipeline/requests/R1/", 200),
     "pipeline:similar": ("/pipeline/requests/R1/similar/", 200),

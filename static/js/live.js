@@ -366,22 +366,29 @@
   // -- The dashboard: its charts -----------------------------------------------------------------
 
   function redrawCharts() {
-    // Every chart: a page that says "Following live" shows none of them stale.
-    var cards = Array.from(document.querySelectorAll(".chart-card[hx-get]"));
-    return Promise.all(cards.map(function (card) {
-      return fetch(card.getAttribute("hx-get"), { credentials: "same-origin", headers: { "HX-Request": "true" } })
-        .then(function (response) {
-          state.served += serverMs(response, 0);
-          return response.ok ? response.text() : null;
-        })
-        .then(function (html) {
-          if (html === null) return;
-          var holder = document.createElement("section");
-          holder.innerHTML = html;
-          morph(card, cloneShell(card, holder));
+    // Every chart (a page that says "Following live" shows none of them stale), in one request:
+    // one snapshot of the ledger, one plan for all of them (pipeline/views.charts_at_once).
+    var grid = document.querySelector("[data-charts-url]");
+    var cards = Array.from(document.querySelectorAll(".chart-card[data-chart]"));
+    if (!grid || !cards.length) return Promise.resolve();
+    var url = new URL(grid.dataset.chartsUrl, window.location.href);
+    cards.forEach(function (card) { url.searchParams.append("chart", card.dataset.chart); });
+    return fetch(url.pathname + url.search, { credentials: "same-origin", headers: { "HX-Request": "true" } })
+      .then(function (response) {
+        state.served += serverMs(response, 0);
+        return response.ok ? response.text() : null;
+      })
+      .then(function (html) {
+        if (html === null) return;
+        var holder = document.createElement("div");
+        holder.innerHTML = html;
+        Array.from(holder.children).forEach(function (part) {
+          var card = cards.find(function (c) { return c.dataset.chart === part.dataset.liveChart; });
+          if (!card) return;
+          morph(card, cloneShell(card, part));
           card.dispatchEvent(new CustomEvent("live:updated", { bubbles: true }));
         });
-    }));
+      });
   }
   // The card as the server would draw it with this content (its own attributes kept).
   function cloneShell(card, holder) {
