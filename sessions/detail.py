@@ -186,15 +186,15 @@ class SessionTree:
         """What the session's own turns cost (inherited ones are the origin's)."""
         return sum_costs(self.own_turns)
 
-    def brought_up_to_date(self, stale: "SessionTree") -> None:
+    def brought_up_to_date(self, stale: "SessionTree", read_again: list[TurnInfo]) -> None:
         """Take the totals and cost of `stale` (the tree this one brings up to date), where it
-        worked them out, with only the own turns that are not its own (the same objects: their
-        rows unchanged) taken out or added."""
-        own = self.own_turns
-        stale_own = stale.own_turns
-        now_ids, stale_ids = set(map(id, own)), set(map(id, stale_own))
-        gone = [t for t in stale_own if id(t) not in now_ids]
-        new = [t for t in own if id(t) not in stale_ids]
+        worked them out, with the own turns that changed taken out and added back. `read_again`:
+        this tree's turns that are not `stale`'s own objects (each other turn is: its row
+        unchanged, _reuse_unchanged)."""
+        gone = [stale.turns[t.id] for t in read_again if t.id in stale.turns]
+        gone += [stale.turns[k] for k in stale.turns.keys() - self.turns.keys()]
+        gone = [t for t in gone if not t.inherited]
+        new = [t for t in read_again if not t.inherited]
         if stale.tallies is not None:
             tallies = stale.tallies or [0] * 6
             for turns, sign in ((gone, -1), (new, 1)):
@@ -320,7 +320,8 @@ def _read_tree(session: Session, stale: SessionTree | None = None) -> SessionTre
         read_whole_at = time.monotonic()
     else:
         turns = _reuse_unchanged(turns, kept)
-        add_aggregates({k: t for k, t in turns.items() if not t.aggregated}, set(present))
+        read_again = {k: t for k, t in turns.items() if not t.aggregated}
+        add_aggregates(read_again, set(present))
         read_whole_at = stale.read_whole_at
 
     head = session.current_turn_id
@@ -349,7 +350,7 @@ def _read_tree(session: Session, stale: SessionTree | None = None) -> SessionTre
         read_whole_at=read_whole_at,
     )
     if kept is not None:
-        session_tree.brought_up_to_date(stale)
+        session_tree.brought_up_to_date(stale, list(read_again.values()))
     return session_tree
 
 

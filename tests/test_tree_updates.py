@@ -114,6 +114,12 @@ def test_a_tree_brought_up_to_date_is_the_tree_read_afresh(
             {"id": "T7c", "started_at": T0}, 2, role="assistant", content="A longer answer")),
         ("it moves under another turn: two siblings left where three were", lambda: (
             ledger.conn.execute("UPDATE turns SET parent_turn_id = 'T2' WHERE id = 'T7c'"))),
+        ("a turn begins beside an old one, and another after it", lambda: (
+            ledger.turn(s, parent=turns[2], id="T3b", status="pending", completed_at=None,
+                        total_tokens=500, started_at=T0 + 50_000),
+            ledger.turn(s, parent=turns[2], id="T3c", started_at=T0 + 51_000))),
+        ("the first of them is deleted while it runs", lambda: ledger.conn.execute(
+            "DELETE FROM turns WHERE id = 'T3b'")),
     ]  # fmt: skip
     extended = []
     extend = detail.tree.extended
