@@ -265,6 +265,32 @@ def test_a_live_dashboard_redraws_its_charts_in_one_request_on_one_plan(
         assert "name charts among throughput" in refused.content.decode()
 
 
+def test_charts_past_the_time_budget_say_they_were_not_drawn_and_come_in_turn(
+    viewer_client, ledger, monkeypatch
+):
+    """Eight charts in one request on a ledger that hits the query time limit would hold a worker
+    past gunicorn's timeout: past the budget the rest of the cards say so, and the next answer
+    starts with the next chart, so each is drawn in turn."""
+    from pipeline import views
+    from pipeline.charts import CHARTS
+
+    ledger.request()
+    monkeypatch.setattr(views, "CHARTS_AT_ONCE_BUDGET_S", -1)
+    url = "/pipeline/charts/?window=24h" + "".join(f"&chart={slug}" for slug in CHARTS)
+    drawn_in_turn = []
+    for _ in CHARTS:
+        answer = viewer_client.get(url, headers={"HX-Request": "true"}).content.decode()
+        parts = re.findall(r'<div data-live-chart="([^"]+)">(.*?)</div>(?=<div data-live|$)',
+                           answer, re.S)  # fmt: skip
+        assert [slug for slug, _ in parts] == list(CHARTS)  # in the order asked
+        drawn = [slug for slug, card in parts if "Not drawn this time" not in card]
+        assert len(drawn) == 1
+        for slug, card in parts:  # each late card keeps its title
+            assert f"<h2>{CHARTS[slug].title}</h2>" in card
+        drawn_in_turn += drawn
+    assert sorted(drawn_in_turn) == sorted(CHARTS)
+
+
 # -- A running turn -----------------------------------------------------------------------------
 
 
