@@ -545,10 +545,14 @@ def test_the_dashboard_follows_the_ledger_and_its_old_auto_refresh_address_still
         assert ('data-live-kind="pipeline"' in page) == ("since" not in url), url
     page = viewer_client.get("/pipeline/?window=7d").content.decode()
     assert 'data-live-kind="pipeline"' in page
-    # Every chart follows (static/js/live.js redraws each card it can fetch again), no more
-    # often than every 5 s: the charts are heavier than a poll and the dashboard promises 10 s.
-    followed = re.findall(r'<section class="card chart-card" id="chart-([a-z-]+)"\s+hx-get=', page)
+    # Every chart follows (static/js/live.js asks for each card that names its chart again, all
+    # at the grid's address at once), no more often than every 5 s: the charts are heavier than
+    # a poll and the dashboard promises 10 s.
+    followed = re.findall(
+        r'<section class="card chart-card" id="chart-([a-z-]+)" data-chart="\1"\s+hx-get=', page
+    )
     assert sorted(followed) == sorted(CHARTS)
+    assert 'data-charts-url="/pipeline/charts/?' in page
     assert 'data-live-redraw-every="5000"' in page
 
 
